@@ -1,0 +1,68 @@
+# gradviz: `make demo` and `make test` are the whole quick start. Each target first sets up
+# .venv (quick when nothing changed) and the system programs it needs.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# A pinned CPU build by default; override elsewhere, e.g. `make test TORCH_SPEC=torch`.
+TORCH_SPEC ?= torch==2.13.0
+OUT ?= out
+SYSTEM_PACKAGES := .ci/ensure-system-packages
+
+.PHONY: help setup system demo test lint typecheck pytest lab bench assets clean FORCE
+
+help:
+	@echo "make demo   set up, then render the built-in lessons into $(OUT)/"
+	@echo "make test   set up, then ruff, mypy --strict and the whole pytest suite"
+	@echo "make lab    set up, then open JupyterLab on notebooks/"
+	@echo "make assets regenerate the example diagrams in assets/"
+
+# The venv is rebuilt when pyproject.toml, this Makefile or TORCH_SPEC change.
+$(VENV)/.torch-spec: FORCE
+	@mkdir -p $(VENV)
+	@echo '$(TORCH_SPEC)' | cmp -s - $@ || echo '$(TORCH_SPEC)' > $@
+
+$(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-spec
+	@echo "==> setting up $(VENV) with $(TORCH_SPEC)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25.1"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[notebook]" \
+		--group test --group lint
+	@touch $@
+	@echo "==> $(VENV) is ready"
+
+setup: $(VENV)/.installed system
+
+system:
+	@bash $(SYSTEM_PACKAGES) dot=graphviz
+
+demo: setup
+	@echo "==> rendering the built-in lessons into $(OUT)/"
+	$(BIN)/python -m gradviz.demo $(OUT)
+
+lint: setup
+	@echo "==> ruff"
+	$(BIN)/ruff check gradviz tests
+	$(BIN)/ruff format --check gradviz tests
+
+typecheck: setup
+	@echo "==> mypy --strict gradviz"
+	$(BIN)/mypy --strict gradviz
+
+pytest: setup
+	@echo "==> pytest"
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+lab: setup
+	@echo "==> JupyterLab on notebooks/ (Ctrl-C to stop)"
+	$(BIN)/jupyter lab notebooks/
+
+assets: setup
+	@echo "==> regenerating the example diagrams in assets/"
+	$(BIN)/python -m gradviz.demo --assets assets
+
+clean:
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,32 @@
+"""gradviz: see what PyTorch autograd really does.
+
+``trace`` walks the real backward graph; ``Graph`` draws it with Graphviz. Nothing here
+imports IPython or ipywidgets: the notebook side loads them when first used.
+"""
+
+from __future__ import annotations
+
+from gradviz.errors import GradvizError, GradvizWarning, GraphFreed, GraphvizNotFound, NotOnGraph
+from gradviz.graph import Edge, Graph, Node, Role, Summary, TensorRecord
+from gradviz.theme import THEMES, Theme
+from gradviz.trace import trace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "THEMES",
+    "Edge",
+    "GradvizError",
+    "GradvizWarning",
+    "Graph",
+    "GraphFreed",
+    "GraphvizNotFound",
+    "Node",
+    "NotOnGraph",
+    "Role",
+    "Summary",
+    "TensorRecord",
+    "Theme",
+    "__version__",
+    "trace",
+]

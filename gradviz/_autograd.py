@@ -1,0 +1,103 @@
+"""Every touch of PyTorch's autograd internals, behind small functions.
+
+``next_functions``, ``variable``, ``_saved_*`` and ``_sequence_nr`` are not all public API;
+keeping them here means a change in PyTorch breaks one module, not every module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.autograd.graph import get_gradient_edge
+
+__all__ = [
+    "FREED_MARKER",
+    "gradient_edge",
+    "is_accumulate_grad",
+    "leaf_variable",
+    "next_functions",
+    "node_name",
+    "saved_values",
+    "sequence_nr",
+]
+
+Node = Any  # torch.autograd.graph.Node; its concrete classes are generated in C++
+
+FREED_MARKER = "backward through the graph a second time"
+
+
+def next_functions(node: Node) -> tuple[tuple[Node | None, int], ...]:
+    """The node's inputs in the backward function's order: ``(node or None, input_nr)``."""
+    return tuple(node.next_functions)
+
+
+def sequence_nr(node: Node) -> int:
+    """Creation counter; the engine runs the ready node with the highest one first."""
+    return int(node._sequence_nr())
+
+
+def node_name(node: Node) -> str:
+    return str(node.name())
+
+
+def is_accumulate_grad(node: Node) -> bool:
+    return type(node).__name__ == "AccumulateGrad"
+
+
+def leaf_variable(node: Node) -> torch.Tensor | None:
+    """The leaf tensor an ``AccumulateGrad`` node feeds, or None for other nodes."""
+    if not is_accumulate_grad(node):
+        return None
+    variable = node.variable
+    return variable if isinstance(variable, torch.Tensor) else None
+
+
+def gradient_edge(tensor: torch.Tensor) -> tuple[Node, int]:
+    """The node and output a tensor's gradient flows into (``AccumulateGrad`` for leaves)."""
+    edge = get_gradient_edge(tensor)
+    return edge.node, int(edge.output_nr)
+
+
+_SAVED_ATTRIBUTES: dict[type, tuple[str, ...]] = {}
+
+
+def _saved_attributes(node_type: type) -> tuple[str, ...]:
+    """The ``_saved_*`` names of a node class; ``dir()`` is slow, so once per class."""
+    names = _SAVED_ATTRIBUTES.get(node_type)
+    if names is None:
+        names = tuple(n for n in dir(node_type) if n.startswith("_saved_"))
+        _SAVED_ATTRIBUTES[node_type] = names
+    return names
+
+
+def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
+    """The values the node saved for backward and whether they were freed already.
+
+    Built-in nodes expose them as ``_saved_<name>``; custom ``autograd.Function`` nodes as
+    ``saved_tensors``. After a backward without ``retain_graph`` reading them raises, which
+    is how freed buffers are detected.
+    """
+    found: list[tuple[str, object]] = []
+    names = _saved_attributes(type(node))
+    if not names and hasattr(type(node), "saved_tensors"):
+        try:
+            tensors = node.saved_tensors
+        except RuntimeError as error:
+            if FREED_MARKER in str(error):
+                return [], True
+            raise
+        return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)], False
+    for attribute in names:
+        try:
+            value = getattr(node, attribute)
+        except RuntimeError as error:
+            if FREED_MARKER in str(error):
+                return found, True
+            # an in-place change makes reading raise too; show the reason, not a crash
+            found.append((attribute.removeprefix("_saved_"), RuntimeError(str(error))))
+            continue
+        if value is None:
+            continue
+        found.append((attribute.removeprefix("_saved_"), value))
+    return found, False

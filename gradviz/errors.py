@@ -1,0 +1,45 @@
+"""Every error gradviz raises, in one place, each saying what to do next."""
+
+from __future__ import annotations
+
+__all__ = [
+    "GradvizError",
+    "GradvizWarning",
+    "GraphFreed",
+    "GraphvizNotFound",
+    "NotOnGraph",
+]
+
+GRAPHVIZ_INSTALL_HINT = (
+    "Install the Graphviz 'dot' program:\n"
+    "  Debian/Ubuntu: sudo apt-get install graphviz\n"
+    "  macOS:         brew install graphviz\n"
+    "  conda:         conda install -c conda-forge graphviz\n"
+    "(the Python package 'graphviz' only drives it)."
+)
+
+
+class GradvizError(Exception):
+    """Base class: catch this to catch anything gradviz raises on purpose."""
+
+
+class GradvizWarning(UserWarning):
+    """Something worked, but not the way the user probably expects."""
+
+
+class NotOnGraph(GradvizError, TypeError):
+    """A root is not a tensor, or a tensor that autograd does not track."""
+
+
+class GraphFreed(GradvizError, RuntimeError):
+    """The part of the graph that was asked for was freed by an earlier backward."""
+
+
+class GraphvizNotFound(GradvizError, RuntimeError):
+    """The Graphviz ``dot`` program is not installed or not on PATH."""
+
+    def __init__(self, detail: str = "") -> None:
+        message = "Graphviz was not found. " + GRAPHVIZ_INSTALL_HINT
+        if detail:
+            message += f"\n(detail: {detail})"
+        super().__init__(message)

@@ -1,0 +1,226 @@
+"""``trace()``: an iterative breadth-first walk over ``grad_fn.next_functions``."""
+
+from __future__ import annotations
+
+import gc
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from gradviz import _autograd
+from gradviz.errors import NotOnGraph
+from gradviz.graph import Edge, Graph, Node, Role, SavedValue, TensorRecord
+from gradviz.summary import SMALL_NUMEL, summarize
+
+__all__ = ["trace"]
+
+Params = torch.nn.Module | Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
+
+
+def trace(
+    *roots: torch.Tensor,
+    params: Params | None = None,
+    names: Mapping[str, torch.Tensor] | None = None,
+) -> Graph:
+    """Walk the real backward graph behind ``roots`` into a plain-data ``Graph``.
+
+    ``names`` maps names to tensors (``{"a": a, "b": b}``); ``params`` takes a module (its
+    parameters are named by their path) or ``(name, tensor)`` pairs. Explicit ``names``
+    win over ``params``.
+    """
+    walker = _Walker(roots, _named_tensors(params, names))
+    with _gc_paused():
+        return walker.walk()
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The walk allocates many small objects and frees none; the cyclic collector would
+    rescan them over and over (it took half the time of a 100,000-node walk)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _named_tensors(
+    params: Params | None, names: Mapping[str, torch.Tensor] | None
+) -> dict[int, tuple[str, torch.Tensor]]:
+    named: dict[int, tuple[str, torch.Tensor]] = {}
+    if params is not None:
+        pairs: Iterable[tuple[str, torch.Tensor]]
+        if isinstance(params, torch.nn.Module):
+            pairs = params.named_parameters()
+        elif isinstance(params, Mapping):
+            pairs = params.items()
+        else:
+            pairs = params
+        for name, tensor in pairs:
+            _check_named(name, tensor, "params")
+            named[id(tensor)] = (name, tensor)
+    for name, tensor in (names or {}).items():
+        _check_named(name, tensor, "names")
+        named[id(tensor)] = (name, tensor)
+    return named
+
+
+def _check_named(name: object, tensor: object, argument: str) -> None:
+    if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
+        raise TypeError(
+            f"{argument}= maps names to tensors, e.g. {{'a': a}}; "
+            f"got {type(name).__name__} -> {type(tensor).__name__}"
+        )
+
+
+def _root_node(index: int, root: object) -> tuple[Any, int]:
+    if not isinstance(root, torch.Tensor):
+        raise NotOnGraph(
+            f"root {index} is a {type(root).__name__}, not a tensor. Pass the tensor your "
+            "computation produced, e.g. gradviz.trace(loss)."
+        )
+    if not root.requires_grad:
+        raise NotOnGraph(
+            f"root {index} (shape {tuple(root.shape)}) is on no autograd graph: it has "
+            "requires_grad=False and no grad_fn. Create an input with requires_grad=True "
+            "(e.g. torch.tensor(2.0, requires_grad=True)) and compute the root from it, "
+            "outside torch.no_grad() and torch.inference_mode()."
+        )
+    return _autograd.gradient_edge(root)
+
+
+class _Walker:
+    """One walk: keeps the visit-order ids and builds the records."""
+
+    def __init__(
+        self, roots: tuple[torch.Tensor, ...], named: dict[int, tuple[str, torch.Tensor]]
+    ) -> None:
+        if not roots:
+            raise NotOnGraph("trace() needs at least one root tensor, e.g. gradviz.trace(loss).")
+        self.roots = roots
+        self.named = named
+        self.ids: dict[Any, str] = {}  # live torch node -> id; keys keep nodes alive
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        self.saved_names: dict[type, list[str]] = {}
+
+    def walk(self) -> Graph:
+        root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
+        queue: deque[Any] = deque()
+        root_ids: list[str] = []
+        for torch_node, _ in root_edges:
+            if torch_node not in self.ids:
+                self._visit(torch_node)
+                queue.append(torch_node)
+            root_ids.append(self.ids[torch_node])
+        while queue:
+            torch_node = queue.popleft()
+            src = self.ids[torch_node]
+            for slot, (child, input_nr) in enumerate(_autograd.next_functions(torch_node)):
+                dst = None
+                if child is not None:
+                    if child not in self.ids:
+                        self._visit(child)
+                        queue.append(child)
+                    dst = self.ids[child]
+                self.edges.append(Edge(src=src, slot=slot, dst=dst, input_nr=int(input_nr)))
+        tensors = self._tensor_records(root_edges)
+        return Graph(self.nodes, self.edges, _unique(root_ids), tensors)
+
+    def _visit(self, torch_node: Any) -> None:
+        node_id = f"n{len(self.nodes)}"
+        self.ids[torch_node] = node_id
+        saved, freed = self._saved(torch_node)
+        self.nodes.append(
+            Node(
+                id=node_id,
+                type_name=type(torch_node).__name__,
+                name=_autograd.node_name(torch_node),
+                sequence_nr=_autograd.sequence_nr(torch_node),
+                saved=saved,
+                saved_freed=freed,
+                torch_node=torch_node,
+                leaf_tensor=_autograd.leaf_variable(torch_node),
+            )
+        )
+
+    def _saved(self, torch_node: Any) -> tuple[tuple[SavedValue, ...], bool]:
+        values, freed = _autograd.saved_values(torch_node)
+        return tuple(_saved_value(name, value) for name, value in values), freed
+
+    def _tensor_records(self, root_edges: list[tuple[Any, int]]) -> list[TensorRecord]:
+        records: list[TensorRecord] = []
+        seen: set[int] = set()
+
+        def add(tensor: torch.Tensor, is_root: bool = False) -> None:
+            if id(tensor) in seen:
+                return
+            seen.add(id(tensor))
+            records.append(self._record(f"t{len(records)}", tensor, is_root))
+
+        for root in self.roots:
+            add(root, is_root=True)
+        for node in self.nodes:
+            if node.leaf_tensor is not None:
+                add(node.leaf_tensor)
+        for _, tensor in self.named.values():
+            add(tensor)
+        return records
+
+    def _record(self, record_id: str, tensor: torch.Tensor, is_root: bool) -> TensorRecord:
+        name = self.named.get(id(tensor), (None, None))[0]
+        node_id: str | None = None
+        output_nr: int | None = None
+        if tensor.requires_grad:
+            torch_node, output_nr = _autograd.gradient_edge(tensor)
+            node_id = self.ids.get(torch_node)
+            if node_id is None:
+                output_nr = None
+        if not tensor.requires_grad:
+            role = Role.CONSTANT
+        elif tensor.is_leaf:
+            role = Role.LEAF
+        else:
+            role = Role.BRANCH
+        grad = tensor.grad if (tensor.is_leaf or tensor.retains_grad) else None
+        return TensorRecord(
+            id=record_id,
+            name=name,
+            shape=tuple(tensor.shape),
+            dtype=str(tensor.dtype).removeprefix("torch."),
+            device=str(tensor.device),
+            requires_grad=tensor.requires_grad,
+            is_leaf=tensor.is_leaf,
+            version=int(tensor._version),
+            grad_fn=None if tensor.grad_fn is None else type(tensor.grad_fn).__name__,
+            data=summarize(tensor),
+            grad=None if grad is None else summarize(grad),
+            role=role,
+            node_id=node_id,
+            output_nr=output_nr,
+            is_root=is_root,
+            tensor=tensor,
+        )
+
+
+def _saved_value(name: str, value: object) -> SavedValue:
+    if isinstance(value, torch.Tensor):
+        if value.numel() <= SMALL_NUMEL:
+            summary = summarize(value)
+            return SavedValue(name, summary.text(), summary)
+        shape = "×".join(str(n) for n in value.shape)
+        return SavedValue(name, f"{str(value.dtype).removeprefix('torch.')} {shape}")
+    if isinstance(value, RuntimeError):
+        return SavedValue(name, "unreadable: " + str(value).split("\n")[0][:120])
+    if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+        return SavedValue(name, f"{len(value)} tensors")
+    return SavedValue(name, repr(value)[:80])
+
+
+def _unique(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
