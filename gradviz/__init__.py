@@ -6,8 +6,17 @@ imports IPython or ipywidgets: the notebook side loads them when first used.
 
 from __future__ import annotations
 
-from gradviz.errors import GradvizError, GradvizWarning, GraphFreed, GraphvizNotFound, NotOnGraph
+from gradviz.errors import (
+    BackwardFailed,
+    GradvizError,
+    GradvizWarning,
+    GraphFreed,
+    GraphvizNotFound,
+    NotOnGraph,
+)
 from gradviz.graph import Edge, Graph, Node, Role, Summary, TensorRecord
+from gradviz.record import record, record_grad
+from gradviz.recording import Recording, Step
 from gradviz.theme import THEMES, Theme
 from gradviz.trace import trace
 
@@ -15,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "THEMES",
+    "BackwardFailed",
     "Edge",
     "GradvizError",
     "GradvizWarning",
@@ -23,10 +33,14 @@ __all__ = [
     "GraphvizNotFound",
     "Node",
     "NotOnGraph",
+    "Recording",
     "Role",
+    "Step",
     "Summary",
     "TensorRecord",
     "Theme",
     "__version__",
+    "record",
+    "record_grad",
     "trace",
 ]

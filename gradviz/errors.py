@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "BackwardFailed",
     "GradvizError",
     "GradvizWarning",
     "GraphFreed",
@@ -43,3 +44,13 @@ class GraphvizNotFound(GradvizError, RuntimeError):
         if detail:
             message += f"\n(detail: {detail})"
         super().__init__(message)
+
+
+class BackwardFailed(GradvizError, RuntimeError):
+    """The recorded backward raised. Every hook was removed; ``recording`` holds the steps
+    that ran and ``node_id`` the node that failed (None when it failed before any node)."""
+
+    def __init__(self, message: str, recording: object, node_id: str | None) -> None:
+        super().__init__(message)
+        self.recording = recording
+        self.node_id = node_id

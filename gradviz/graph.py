@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -323,6 +323,12 @@ class Graph:
         return len({edge.input_nr for edge in self._in[node_id]}) > 1 or any(
             edge.input_nr > 0 for edge in self._in[node_id]
         )
+
+    def execution_order(self, only: Iterable[str] | None = None) -> list[str]:
+        """Node ids in the order autograd's engine will run them (predicted, not run)."""
+        from gradviz.engine_order import predict_order
+
+        return predict_order(self, None if only is None else set(only))
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes)

@@ -33,7 +33,8 @@ class RenderOptions:
     legend: bool = True
     theme: Theme = field(default_factory=lambda: get_theme("default"))
     prefix: str | None = None  # SVG id prefix; the graph's own when None
-    edge_labels: Mapping[str, str] = field(default_factory=dict)  # edge key -> text
+    edge_labels: Mapping[str, str] = field(default_factory=dict)  # edge key -> gradient text
+    link_labels: Mapping[str, str] = field(default_factory=dict)  # tensor id -> gradient text
 
     @classmethod
     def make(cls, **options: Any) -> RenderOptions:
@@ -161,8 +162,7 @@ class _DotWriter:
         )
 
     def _edge(self, edge: Edge) -> None:
-        extra = self.options.edge_labels.get(edge.key)
-        label = f"<{html_text(extra)}>" if extra else None
+        label = self._grad_label(self.options.edge_labels.get(edge.key))
         if edge.dst is None:
             off_id = f"c_{edge.src}_{edge.slot}"
             style = self._style(self.theme.constant)
@@ -207,6 +207,13 @@ class _DotWriter:
             )
             + ";"
         )
+
+    def _grad_label(self, text: str | None) -> str | None:
+        """A gradient shown on an edge: one line, so the SVG holds it as one <text>."""
+        if not text:
+            return None
+        colour = self.theme.step.grad_text
+        return f'<<FONT COLOR="{colour}"><B>{html_text(text)}</B></FONT>>'
 
     def _roots(self) -> None:
         """Roots always show, as the tensor the seed gradient enters (backward view)."""
@@ -253,6 +260,7 @@ class _DotWriter:
             class_="gv_link",
             style="dashed",
             color=self.theme.role(record.role).border,
+            label=self._grad_label(self.options.link_labels.get(record.id)),
         )
         if record.role is Role.LEAF and not record.is_root:
             # AccumulateGrad writes into the leaf's .grad: draw it flowing there.

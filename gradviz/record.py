@@ -1,0 +1,268 @@
+"""``record()``: run the real backward once, with a prehook and a hook on every node.
+
+The hooks only look: they copy or summarize what flows and return ``None``, so the
+gradients are bitwise the ones PyTorch computes without gradviz. Every hook is removed in
+a ``finally``, also when backward raises.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from gradviz import _autograd
+from gradviz.errors import BackwardFailed, GraphFreed
+from gradviz.graph import Graph
+from gradviz.recording import GradValue, Recording, Step
+from gradviz.summary import summarize
+from gradviz.trace import Params, trace
+
+__all__ = ["AUTO_ALL_MAX_NODES", "Keep", "record", "record_grad"]
+
+Keep = Literal["auto", "all", "summary"]
+# keep="auto" keeps full copies for graphs of up to this many nodes, summaries above.
+AUTO_ALL_MAX_NODES = 500
+
+TensorOrTensors = torch.Tensor | Sequence[torch.Tensor]
+
+
+def record(
+    *roots: torch.Tensor,
+    gradient: TensorOrTensors | None = None,
+    inputs: TensorOrTensors | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    keep: Keep = "auto",
+    names: Mapping[str, torch.Tensor] | None = None,
+    params: Params | None = None,
+) -> Recording:
+    """Like ``torch.autograd.backward(roots, gradient, ...)``, recording every node it runs.
+
+    ``keep``: ``"all"`` keeps a copy of every gradient, ``"summary"`` keeps shape, dtype,
+    norm, min, max, mean and the first values, ``"auto"`` keeps everything for graphs of up
+    to ``AUTO_ALL_MAX_NODES`` nodes and summaries for bigger ones.
+    """
+    graph = trace(*roots, params=params, names=names)
+    recorder = _Recorder(graph, keep, create_graph, mode="backward")
+    seeds = _seeds(roots, gradient)
+    recorder.set_seeds(roots, seeds)
+    input_nodes = _input_nodes(graph, inputs)
+
+    def run() -> None:
+        torch.autograd.backward(
+            list(roots),
+            grad_tensors=list(seeds),
+            retain_graph=retain_graph,
+            create_graph=create_graph,
+            inputs=inputs,
+        )
+
+    return recorder.run(run, input_nodes)
+
+
+def record_grad(
+    outputs: TensorOrTensors,
+    inputs: TensorOrTensors,
+    grad_outputs: TensorOrTensors | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+    keep: Keep = "auto",
+    names: Mapping[str, torch.Tensor] | None = None,
+    params: Params | None = None,
+) -> tuple[tuple[torch.Tensor | None, ...], Recording]:
+    """Like ``torch.autograd.grad(...)``: returns its gradients and the recording.
+
+    No ``AccumulateGrad`` runs and no ``.grad`` changes, exactly as in PyTorch.
+    """
+    roots = _as_tuple(outputs)
+    input_tuple = _as_tuple(inputs)
+    graph = trace(*roots, params=params, names=names)
+    recorder = _Recorder(graph, keep, create_graph, mode="grad")
+    seeds = _seeds(roots, grad_outputs)
+    recorder.set_seeds(roots, seeds)
+    result: list[tuple[torch.Tensor | None, ...]] = []
+
+    def run() -> None:
+        result.append(
+            torch.autograd.grad(
+                list(roots),
+                list(input_tuple),
+                grad_outputs=list(seeds),
+                retain_graph=retain_graph,
+                create_graph=create_graph,
+                allow_unused=allow_unused,
+            )
+        )
+
+    recording = recorder.run(run, _input_nodes(graph, input_tuple))
+    return result[0], recording
+
+
+def _as_tuple(value: TensorOrTensors) -> tuple[torch.Tensor, ...]:
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    return tuple(value)
+
+
+def _seeds(
+    roots: tuple[torch.Tensor, ...], gradient: TensorOrTensors | None
+) -> tuple[torch.Tensor, ...]:
+    """The gradients entering the roots: as given, or 1 for scalar roots (as PyTorch does)."""
+    given: tuple[torch.Tensor | None, ...]
+    given = (None,) * len(roots) if gradient is None else _as_tuple(gradient)
+    if len(given) != len(roots):
+        raise ValueError(f"got {len(given)} gradients for {len(roots)} roots; give one per root")
+    seeds = []
+    for index, (root, grad) in enumerate(zip(roots, given, strict=True)):
+        if grad is None:
+            if root.numel() != 1:
+                raise ValueError(
+                    f"root {index} has shape {tuple(root.shape)}: a non-scalar root needs "
+                    "gradient= (e.g. gradient=torch.ones_like(root)), as in tensor.backward()"
+                )
+            grad = torch.ones_like(root, memory_format=torch.preserve_format)
+        seeds.append(grad)
+    return tuple(seeds)
+
+
+def _input_nodes(graph: Graph, inputs: TensorOrTensors | None) -> list[str] | None:
+    """Where gradients are wanted when ``inputs=`` prunes the graph (None: everywhere)."""
+    if inputs is None:
+        return None
+    wanted: list[str] = []
+    for tensor in _as_tuple(inputs):
+        node, _ = _autograd.gradient_edge(tensor)
+        wanted.extend(n.id for n in graph.nodes if n.torch_node is node)
+    return wanted
+
+
+@dataclass
+class _Recorder:
+    graph: Graph
+    keep: Keep
+    create_graph: bool
+    mode: Literal["backward", "grad"]
+    steps: list[Step] = field(default_factory=list)
+    open_steps: dict[str, Step] = field(default_factory=dict)
+    seeds: dict[tuple[str, int], GradValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.keep == "auto":
+            self.keep = "all" if len(self.graph.nodes) <= AUTO_ALL_MAX_NODES else "summary"
+        if self.keep not in ("all", "summary"):
+            raise ValueError(f"keep must be 'auto', 'all' or 'summary', not {self.keep!r}")
+        self.retained: dict[str, list[tuple[str, torch.Tensor]]] = {}
+        for record in self.graph.tensors:
+            if record.node_id and record.tensor is not None and not record.is_leaf:
+                self.retained.setdefault(record.node_id, []).append((record.id, record.tensor))
+
+    # -- keeping values ------------------------------------------------------------------
+    def kept(self, value: torch.Tensor | None) -> GradValue | None:
+        if value is None:
+            return None
+        if self.keep == "summary":
+            return summarize(value)
+        if self.create_graph:
+            return value  # a fresh tensor with a graph of its own: second derivatives
+        return value.detach().clone()
+
+    def set_seeds(self, roots: tuple[torch.Tensor, ...], seeds: tuple[torch.Tensor, ...]) -> None:
+        """What enters each root node before any node runs (summed when roots share one)."""
+        totals: dict[tuple[str, int], torch.Tensor] = {}
+        for root, seed in zip(roots, seeds, strict=True):
+            node, output_nr = _autograd.gradient_edge(root)
+            node_id = next(n.id for n in self.graph.nodes if n.torch_node is node)
+            key = (node_id, output_nr)
+            totals[key] = seed.detach() if key not in totals else totals[key] + seed.detach()
+        for key, total in totals.items():
+            self.seeds[key] = summarize(total) if self.keep == "summary" else total.clone()
+
+    # -- hooks (return None: they only look) -----------------------------------------------
+    def prehook(self, node_id: str, grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
+        node = self.graph.node(node_id)
+        step = Step(
+            index=len(self.steps) + 1,
+            node_id=node_id,
+            type_name=node.type_name,
+            grad_outputs=tuple(self.kept(g) for g in grad_outputs),
+        )
+        step.raw_outputs = grad_outputs
+        if node.leaf_tensor is not None:
+            step.leaf_grad_before = self.kept(node.leaf_tensor.grad)
+        for record_id, tensor in self.retained.get(node_id, ()):
+            if tensor.retains_grad and tensor.grad is not None:
+                step.retained[record_id] = self.kept(tensor.grad)  # type: ignore[assignment]
+        self.steps.append(step)
+        self.open_steps[node_id] = step
+
+    def hook(
+        self,
+        node_id: str,
+        grad_inputs: tuple[torch.Tensor | None, ...],
+        grad_outputs: tuple[torch.Tensor | None, ...],
+    ) -> None:
+        step = self.open_steps.pop(node_id)
+        step.grad_inputs = tuple(self._kept_reusing(step, g) for g in grad_inputs)
+        node = self.graph.node(node_id)
+        if node.leaf_tensor is not None:
+            step.leaf_grad_after = self._kept_reusing(step, node.leaf_tensor.grad)
+        step.raw_outputs = ()
+        step.finished = True
+
+    def _kept_reusing(self, step: Step, value: torch.Tensor | None) -> GradValue | None:
+        """A gradient passed on unchanged is stored once: reuse the incoming copy."""
+        for raw, kept in zip(step.raw_outputs, step.grad_outputs, strict=True):
+            if raw is not None and value is raw:
+                return kept
+        return self.kept(value)
+
+    # -- the run -------------------------------------------------------------------------
+    def run(self, backward: Any, input_nodes: list[str] | None) -> Recording:
+        freed = [n for n in self.graph.nodes if n.saved_freed]
+        if freed:
+            raise GraphFreed(
+                f"the graph was already freed by an earlier backward ({freed[0].type_name} "
+                "lost its saved tensors). Run the forward pass again, or pass "
+                "retain_graph=True to the earlier backward()/gradviz.record()."
+            )
+        handles = []
+        error: BaseException | None = None
+        try:
+            for node in self.graph.nodes:
+                torch_node = node.torch_node
+                handles.append(
+                    torch_node.register_prehook(functools.partial(self.prehook, node.id))
+                )
+                handles.append(torch_node.register_hook(functools.partial(self.hook, node.id)))
+            backward()
+        except RuntimeError as raised:
+            error = raised
+        finally:
+            for handle in handles:
+                handle.remove()
+            for step in self.steps:
+                step.raw_outputs = ()
+        recording = Recording(
+            graph=self.graph,
+            steps=self.steps,
+            seeds=self.seeds,
+            keep=self.keep,  # type: ignore[arg-type]
+            mode=self.mode,
+            input_nodes=input_nodes,
+        )
+        if error is not None:
+            failed = next((s for s in reversed(self.steps) if not s.finished), None)
+            where = "before any node ran"
+            node_id = None
+            if failed is not None:
+                node_id = failed.node_id
+                where = f"in {failed.type_name} ({failed.node_id}, step {failed.index})"
+            raise BackwardFailed(
+                f"backward failed {where}: {error}", recording=recording, node_id=node_id
+            ) from error
+        return recording
