@@ -240,7 +240,7 @@ class _Recorder:
                 )
                 handles.append(torch_node.register_hook(functools.partial(self.hook, node.id)))
             backward()
-        except RuntimeError as raised:
+        except Exception as raised:  # re-raised below as BackwardFailed, with the steps
             error = raised
         finally:
             for handle in handles:
