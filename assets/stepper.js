@@ -1,0 +1,475 @@
+// gradviz stepper: replays a recorded backward pass on an SVG laid out once.
+//
+// Stepping only toggles CSS classes on SVG elements found by id (DESIGN §7): no layout and
+// no kernel round trip per step. The same module serves the notebook widget (anywidget's
+// `render({model, el})`) and the standalone HTML page (`mountStandalone()`, which feeds it
+// a small local model). Every string from the recording reaches the page as text
+// (textContent), never as markup; the SVGs are parsed as XML and stripped of anything active.
+
+const REPLAY_CLASSES = ["gv_done", "gv_active", "gv_pending", "gv_notrun", "gv_hidegrad", "gv_flowing"];
+const SPEEDS = [0.5, 1, 2, 4];
+const STEP_MS = 1000;
+const SCOPE = "#GVROOT";
+let mounted = 0;
+
+// The class rules; gradviz.replay.classes_at is the Python reference and a test compares them.
+export function nodeClass(ran, index) {
+  if (ran === null || ran === undefined) return "gv_notrun";
+  if (ran < index) return "gv_done";
+  return ran === index ? "gv_active" : "gv_pending";
+}
+
+export function flowClass(at, index) {
+  if (at > index) return "gv_hidegrad";
+  return at === index ? "gv_flowing" : "";
+}
+
+export function classesAt(schedule, index) {
+  const out = {};
+  for (const [id, ran] of Object.entries(schedule.nodes)) out[id] = nodeClass(ran, index);
+  for (const group of ["edges", "links"]) {
+    for (const [id, at] of Object.entries(schedule[group])) {
+      const cls = flowClass(at, index);
+      if (cls) out[id] = cls;
+    }
+  }
+  return out;
+}
+
+// Parse an SVG as XML (scripts never run) and drop anything that could act.
+function parseSvg(text) {
+  const doc = new DOMParser().parseFromString(text, "image/svg+xml");
+  const svg = doc.documentElement;
+  if (!svg || svg.nodeName !== "svg") throw new Error("gradviz: the replay's SVG did not parse");
+  for (const bad of svg.querySelectorAll("script, foreignObject, iframe")) bad.remove();
+  for (const node of svg.querySelectorAll("*")) {
+    for (const attr of [...node.attributes]) {
+      const name = attr.name.toLowerCase();
+      const value = attr.value.trim().toLowerCase();
+      if (name.startsWith("on") || (name.endsWith("href") && value.startsWith("javascript:"))) {
+        node.removeAttribute(attr.name);
+      }
+    }
+  }
+  return document.importNode(svg, true);
+}
+
+function button(label, title, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "gv-btn";
+  b.textContent = label;
+  b.title = title;
+  b.setAttribute("aria-label", title);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function element(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function pageIsDark() {
+  const body = document.body;
+  const light = body ? body.getAttribute("data-jp-theme-light") : null;
+  if (light !== null) return light === "false";
+  return !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
+}
+
+// One view's SVG, parsed on first use, with its elements indexed by id within this stepper
+// only (two steppers of the same recording on one page share ids, never lookups).
+class View {
+  constructor(text) {
+    this.svg = parseSvg(text);
+    this.byId = new Map();
+    for (const e of this.svg.querySelectorAll("[id]")) this.byId.set(e.id, e);
+    this.current = new Map();
+    const vb = (this.svg.getAttribute("viewBox") || "0 0 100 100").split(/[\s,]+/).map(Number);
+    this.home = { x: vb[0], y: vb[1], w: vb[2], h: vb[3] };
+    this.size = [this.svg.getAttribute("width"), this.svg.getAttribute("height")];
+    this.box = { ...this.home };
+    this.svg.setAttribute("width", "100%");
+    this.svg.setAttribute("height", "100%");
+    this.svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
+  }
+
+  setClass(id, want) {
+    const el = this.byId.get(id);
+    if (!el) return;
+    const had = this.current.get(id) || "";
+    if (had === want) return;
+    if (had) el.classList.remove(had);
+    if (want) el.classList.add(want);
+    this.current.set(id, want);
+  }
+
+  apply(schedule, index) {
+    for (const [id, ran] of Object.entries(schedule.nodes)) this.setClass(id, nodeClass(ran, index));
+    for (const group of ["edges", "links"]) {
+      for (const [id, at] of Object.entries(schedule[group])) this.setClass(id, flowClass(at, index));
+    }
+  }
+
+  showBox() {
+    const b = this.box;
+    this.svg.setAttribute("viewBox", `${b.x} ${b.y} ${b.w} ${b.h}`);
+  }
+}
+
+// Mount a stepper into `el`; `model` is anywidget's model or the standalone page's stand-in.
+export function mount(el, model) {
+  const svgs = model.get("svgs");
+  const data = model.get("data");
+  const css = model.get("css");
+  const schedule = data.schedule;
+  const last = data.count - 1;
+  const id = `gvs${++mounted}`;
+  const cleanups = [];
+
+  const root = element("div", "gv-stepper");
+  root.dataset.gvMount = id;
+  root.tabIndex = 0;
+  const style = document.createElement("style");
+  style.textContent = String(css.scoped || "").split(SCOPE).join(`.gv-stepper[data-gv-mount="${id}"]`);
+  root.append(style);
+
+  // -- controls --
+  const bar = element("div", "gv-toolbar");
+  const first = button("⏮", "First step (Home)", () => go(0));
+  const prev = button("◀", "Previous step (←)", () => go(current() - 1));
+  const play = button("▶ Play", "Play / pause (space)", () => toggle());
+  play.classList.add("gv-play");
+  const next = button("▶", "Next step (→)", () => go(current() + 1));
+  const end = button("⏭", "Last step (End)", () => go(last));
+  first.classList.add("gv-first");
+  prev.classList.add("gv-prev");
+  next.classList.add("gv-next");
+  end.classList.add("gv-last");
+  const speed = element("select", "gv-speed");
+  speed.title = "Play speed";
+  for (const s of SPEEDS) {
+    const o = element("option", "", `${s}×`);
+    o.value = String(s);
+    o.selected = s === 1;
+    speed.append(o);
+  }
+  const slider = element("input", "gv-slider");
+  slider.type = "range";
+  slider.min = "0";
+  slider.max = String(last);
+  slider.step = "1";
+  slider.title = "Step";
+  slider.addEventListener("input", () => go(Number(slider.value)));
+  const counter = element("span", "gv-counter");
+  counter.setAttribute("aria-live", "polite");
+  bar.append(first, prev, play, next, end, speed, slider, counter);
+
+  const tools = element("div", "gv-toolbar gv-tools");
+  const viewSelect = element("select", "gv-view");
+  viewSelect.title = "View";
+  for (const name of Object.keys(svgs)) {
+    const o = element("option", "", name);
+    o.value = name;
+    viewSelect.append(o);
+  }
+  viewSelect.addEventListener("change", () => {
+    model.set("view", viewSelect.value);
+    model.save_changes();
+    showView(viewSelect.value);
+  });
+  const labelsBox = element("label", "gv-labels");
+  const labels = element("input");
+  labels.type = "checkbox";
+  labels.checked = true;
+  labels.addEventListener("change", () => root.classList.toggle("gv-nolabels", !labels.checked));
+  labelsBox.append(labels, document.createTextNode(" gradient labels"));
+  const zoomIn = button("+", "Zoom in (or Ctrl + wheel)", () => zoom(1 / 1.25));
+  const zoomOut = button("−", "Zoom out", () => zoom(1.25));
+  const fit = button("Fit", "Fit the graph to the view", () => resetZoom());
+  fit.classList.add("gv-fit");
+  const download = button("⤓ SVG", "Download this step as SVG", () => downloadSvg());
+  download.classList.add("gv-download");
+  tools.append(viewSelect, labelsBox, zoomOut, zoomIn, fit, download);
+
+  // -- graph and panel --
+  const main = element("div", "gv-main");
+  const canvas = element("div", "gv-canvas");
+  const panel = element("aside", "gv-panel");
+  main.append(canvas, panel);
+  root.append(bar, tools, main);
+  el.append(root);
+
+  const views = new Map();
+  let view = null;
+  let shown = -1;
+
+  function current() {
+    return Math.min(Math.max(Number(model.get("step")) || 0, 0), last);
+  }
+
+  function showView(name) {
+    if (!svgs[name]) name = Object.keys(svgs)[0];
+    if (!views.has(name)) views.set(name, new View(svgs[name]));
+    const chosen = views.get(name);
+    if (chosen === view) return;
+    view = chosen;
+    viewSelect.value = name;
+    canvas.replaceChildren(view.svg);
+    const natural = view.home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
+    canvas.style.height = `${Math.max(180, Math.min(natural + 8, 640))}px`;
+    view.showBox();
+    shown = -1;
+    render();
+  }
+
+  function render() {
+    const index = current();
+    if (index !== shown) {
+      view.apply(schedule, index);
+      shown = index;
+    }
+    root.dataset.step = String(index);
+    slider.value = String(index);
+    counter.textContent = `step ${index} / ${last}`;
+    first.disabled = prev.disabled = index === 0;
+    next.disabled = end.disabled = index === last;
+    fillPanel(data.steps[index] || {}, index);
+  }
+
+  function go(index) {
+    const target = Math.min(Math.max(index, 0), last);
+    if (target === current()) return;
+    model.set("step", target);
+    model.save_changes();
+    render();
+  }
+
+  function fillPanel(step, index) {
+    const parts = [];
+    const head = element("div", "gv-panel-head");
+    head.append(element("span", "gv-panel-index", index === 0 ? "seed" : `step ${index}`));
+    head.append(element("span", "gv-panel-type", step.type || ""));
+    parts.push(head);
+    const op = step.op || step.forward_op || step.forward;
+    if (op) parts.push(row("forward op", typeof op === "string" ? op : JSON.stringify(op)));
+    if (step.received && step.received.length) parts.push(list("received", step.received.map(String)));
+    if (step.sent && step.sent.length) {
+      parts.push(list("sent", step.sent.map((s) => `${s.slot} → ${s.to}: ${s.value}`)));
+    }
+    parts.push(element("p", "gv-narration", step.narration || ""));
+    if (step.flow_ok === false) parts.push(element("p", "gv-warning", "flow check failed"));
+    panel.replaceChildren(...parts);
+  }
+
+  function row(key, value) {
+    const r = element("div", "gv-row");
+    r.append(element("span", "gv-key", key), element("span", "gv-value", value));
+    return r;
+  }
+
+  function list(key, items) {
+    const box = element("div", "gv-row");
+    box.append(element("span", "gv-key", key));
+    const ul = element("ul", "gv-list");
+    for (const item of items) ul.append(element("li", "", item));
+    box.append(ul);
+    return box;
+  }
+
+  // -- play --
+  let timer = null;
+  function stopPlay() {
+    if (timer !== null) clearInterval(timer);
+    timer = null;
+    play.textContent = "▶ Play";
+    root.classList.remove("gv-playing");
+  }
+  function toggle() {
+    if (timer !== null) return stopPlay();
+    if (current() === last) go(0);
+    play.textContent = "⏸ Pause";
+    root.classList.add("gv-playing");
+    timer = setInterval(() => {
+      if (current() >= last) return stopPlay();
+      go(current() + 1);
+    }, STEP_MS / Number(speed.value));
+  }
+  speed.addEventListener("change", () => {
+    if (timer !== null) {
+      stopPlay();
+      toggle();
+    }
+  });
+  cleanups.push(stopPlay);
+
+  // -- keys --
+  root.addEventListener("keydown", (event) => {
+    const tag = event.target && event.target.tagName;
+    if (tag === "INPUT" || tag === "SELECT") return;
+    const keys = {
+      ArrowRight: () => go(current() + 1),
+      ArrowDown: () => go(current() + 1),
+      ArrowLeft: () => go(current() - 1),
+      ArrowUp: () => go(current() - 1),
+      Home: () => go(0),
+      End: () => go(last),
+      " ": () => toggle(),
+    };
+    const action = keys[event.key];
+    if (!action || (event.key === " " && tag === "BUTTON")) return;
+    event.preventDefault();
+    action();
+  });
+
+  // -- zoom and pan (viewBox only: the layout never changes) --
+  function zoom(factor, cx, cy) {
+    const b = view.box;
+    const x = cx === undefined ? b.x + b.w / 2 : cx;
+    const y = cy === undefined ? b.y + b.h / 2 : cy;
+    view.box = { x: x - (x - b.x) * factor, y: y - (y - b.y) * factor, w: b.w * factor, h: b.h * factor };
+    view.showBox();
+  }
+  function resetZoom() {
+    view.box = { ...view.home };
+    view.showBox();
+  }
+  function toGraph(event) {
+    const m = view.svg.getScreenCTM();
+    if (!m) return [undefined, undefined];
+    const p = new DOMPoint(event.clientX, event.clientY).matrixTransform(m.inverse());
+    // getScreenCTM maps the root viewport; the viewBox is in the same user units
+    return [p.x, p.y];
+  }
+  canvas.addEventListener(
+    "wheel",
+    (event) => {
+      if (!event.ctrlKey && !event.metaKey) return;
+      event.preventDefault();
+      const [x, y] = toGraph(event);
+      zoom(event.deltaY > 0 ? 1.15 : 1 / 1.15, x, y);
+    },
+    { passive: false },
+  );
+  let drag = null;
+  canvas.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    drag = { x: event.clientX, y: event.clientY, box: { ...view.box } };
+    canvas.setPointerCapture(event.pointerId);
+  });
+  canvas.addEventListener("pointermove", (event) => {
+    if (!drag) return;
+    const rect = canvas.getBoundingClientRect();
+    const scale = Math.max(drag.box.w / rect.width, drag.box.h / rect.height);
+    view.box = {
+      ...drag.box,
+      x: drag.box.x - (event.clientX - drag.x) * scale,
+      y: drag.box.y - (event.clientY - drag.y) * scale,
+    };
+    view.showBox();
+  });
+  const endDrag = () => {
+    drag = null;
+  };
+  canvas.addEventListener("pointerup", endDrag);
+  canvas.addEventListener("pointercancel", endDrag);
+
+  // -- download the current step: its classes and the stylesheet inlined --
+  function stepSvgText() {
+    const clone = view.svg.cloneNode(true);
+    const [w, h] = view.size;
+    if (w) clone.setAttribute("width", w);
+    if (h) clone.setAttribute("height", h);
+    const b = view.home;
+    clone.setAttribute("viewBox", `${b.x} ${b.y} ${b.w} ${b.h}`);
+    const sheet = document.createElementNS("http://www.w3.org/2000/svg", "style");
+    sheet.textContent = String(css.plain || "") + (labels.checked ? "" : ".gv_grad{display:none}");
+    clone.insertBefore(sheet, clone.firstChild);
+    return new XMLSerializer().serializeToString(clone);
+  }
+  function downloadSvg() {
+    const blob = new Blob([stepSvgText()], { type: "image/svg+xml" });
+    const url = URL.createObjectURL(blob);
+    const a = element("a");
+    a.href = url;
+    a.download = `gradviz-step-${String(current()).padStart(3, "0")}.svg`;
+    root.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+
+  // -- theme: follow JupyterLab (body[data-jp-theme-light]) or the system's preference --
+  const applyTheme = () => root.classList.toggle("gv-dark", pageIsDark());
+  applyTheme();
+  if (document.body && window.MutationObserver) {
+    const observer = new MutationObserver(applyTheme);
+    observer.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
+    cleanups.push(() => observer.disconnect());
+  }
+
+  const onStep = () => render();
+  const onView = () => showView(model.get("view"));
+  model.on("change:step", onStep);
+  model.on("change:view", onView);
+  cleanups.push(() => {
+    model.off("change:step", onStep);
+    model.off("change:view", onView);
+  });
+
+  showView(model.get("view") || "backward");
+  return () => {
+    for (const undo of cleanups) undo();
+    root.remove();
+  };
+}
+
+// anywidget's entry point.
+export function render({ model, el }) {
+  return mount(el, model);
+}
+
+export default { render };
+
+// A model with anywidget's surface for the standalone page: local state, no kernel.
+export class LocalModel {
+  constructor(state) {
+    this.state = { ...state };
+    this.handlers = new Map();
+  }
+  get(key) {
+    return this.state[key];
+  }
+  set(key, value) {
+    if (this.state[key] === value) return;
+    this.state[key] = value;
+    for (const fn of this.handlers.get(`change:${key}`) || []) fn();
+  }
+  save_changes() {}
+  on(event, fn) {
+    if (!this.handlers.has(event)) this.handlers.set(event, new Set());
+    this.handlers.get(event).add(fn);
+  }
+  off(event, fn) {
+    const set = this.handlers.get(event);
+    if (set) set.delete(fn);
+  }
+}
+
+// The standalone page: each <script type="application/json" class="gv-replay-data"> holds
+// one replay; mount it right after the script.
+export function mountStandalone(doc = document) {
+  const steppers = [];
+  for (const script of doc.querySelectorAll("script.gv-replay-data")) {
+    if (script.dataset.gvMounted) continue;
+    script.dataset.gvMounted = "1";
+    const model = new LocalModel(JSON.parse(script.textContent));
+    const host = element("div", "gv-host");
+    script.after(host);
+    mount(host, model);
+    steppers.push(model);
+  }
+  return steppers;
+}
