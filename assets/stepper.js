@@ -85,7 +85,10 @@ class View {
   constructor(text) {
     this.svg = parseSvg(text);
     this.byId = new Map();
-    for (const e of this.svg.querySelectorAll("[id]")) this.byId.set(e.id, e);
+    for (const e of this.svg.querySelectorAll("[id]")) {
+      this.byId.set(e.id, e);
+      e.classList.remove(...REPLAY_CLASSES); // shipped styled for one step; we own them now
+    }
     this.current = new Map();
     const vb = (this.svg.getAttribute("viewBox") || "0 0 100 100").split(/[\s,]+/).map(Number);
     this.home = { x: vb[0], y: vb[1], w: vb[2], h: vb[3] };
@@ -138,12 +141,12 @@ export function mount(el, model) {
 
   // -- controls --
   const bar = element("div", "gv-toolbar");
-  const first = button("⏮", "First step (Home)", () => go(0));
-  const prev = button("◀", "Previous step (←)", () => go(current() - 1));
+  const first = button("« First", "First step (Home)", () => go(0));
+  const prev = button("‹ Prev", "Previous step (←)", () => go(current() - 1));
   const play = button("▶ Play", "Play / pause (space)", () => toggle());
   play.classList.add("gv-play");
-  const next = button("▶", "Next step (→)", () => go(current() + 1));
-  const end = button("⏭", "Last step (End)", () => go(last));
+  const next = button("Next ›", "Next step (→)", () => go(current() + 1));
+  const end = button("Last »", "Last step (End)", () => go(last));
   first.classList.add("gv-first");
   prev.classList.add("gv-prev");
   next.classList.add("gv-next");
@@ -190,7 +193,7 @@ export function mount(el, model) {
   const zoomOut = button("−", "Zoom out", () => zoom(1.25));
   const fit = button("Fit", "Fit the graph to the view", () => resetZoom());
   fit.classList.add("gv-fit");
-  const download = button("⤓ SVG", "Download this step as SVG", () => downloadSvg());
+  const download = button("Download SVG", "Download this step as SVG", () => downloadSvg());
   download.classList.add("gv-download");
   tools.append(viewSelect, labelsBox, zoomOut, zoomIn, fit, download);
 

@@ -153,7 +153,7 @@ class Recording:
         return save_steps(self, Path(folder), **options)
 
     def save(self, path: str | Path, **options: Any) -> Path:
-        """.svg (the last step), .json (the steps as data); .html comes with the stepper."""
+        """.svg (the last step), .html (the offline stepper), .json (the steps as data)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         suffix = target.suffix.lower()
@@ -163,8 +163,12 @@ class Recording:
             target.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
         elif suffix == ".svg":
             target.write_text(self.svg(**options), encoding="utf-8")
+        elif suffix == ".html":
+            from gradviz.html import replay_html
+
+            target.write_text(replay_html(self, **options), encoding="utf-8")
         else:
-            raise ValueError(f"cannot save {target.name!r}: use .svg or .json")
+            raise ValueError(f"cannot save {target.name!r}: use .svg, .html or .json")
         return target
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,175 @@
+"""The stepper's data and the standalone replay page: one HTML file, no network.
+
+The notebook widget (``gradviz.widget``) and the page share ``stepper_payload`` and the one
+front end in ``assets/``. Every user string reaches the page inside JSON whose ``<``, ``>``
+and ``&`` are escaped, and the front end inserts it as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from gradviz.layout import step_css
+from gradviz.recording import Recording
+from gradviz.replay import classes_at, replay_data, replay_layout
+from gradviz.theme import DARK, DEFAULT, Theme
+
+__all__ = [
+    "asset_text",
+    "json_for_script",
+    "replay_html",
+    "static_html",
+    "static_svg",
+    "stepper_payload",
+]
+
+VIEWS = ("backward", "combined")
+SCOPE = "#GVROOT"  # replaced by the front end with a selector unique to each stepper
+
+
+def _asset_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    return [here / "assets", here.parent / "assets"]  # the wheel's copy, then the checkout's
+
+
+def asset_text(name: str) -> str:
+    """A front-end file: shipped inside the package, or the repo's assets/ when editable."""
+    for folder in _asset_dirs():
+        path = folder / name
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    raise FileNotFoundError(
+        f"gradviz's front-end file {name!r} is missing (looked in "
+        f"{', '.join(str(d) for d in _asset_dirs())}); reinstall torch-gradviz"
+    )
+
+
+def json_for_script(value: Any) -> str:
+    """JSON safe inside <script>: no '</script', '<!--' or ']]>' can appear in it."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _svg_element(svg: str) -> str:
+    """Graphviz output without the XML prolog, doctype and comments before <svg>."""
+    return svg[svg.index("<svg") :]
+
+
+def _dark_remap(light: Theme, dark: Theme) -> str:
+    """CSS that recolours an SVG drawn with ``light`` into ``dark`` (CSS beats attributes)."""
+    pairs: dict[str, str] = {}
+
+    def add(a: str, b: str) -> None:
+        pairs.setdefault(a.lower(), b)
+
+    add(light.background, dark.background)
+    for name in ("leaf", "constant", "branch", "node"):
+        a, b = getattr(light, name), getattr(dark, name)
+        add(a.fill, b.fill)
+        add(a.border, b.border)
+        add(a.text, b.text)
+    add(light.text, dark.text)
+    add(light.edge, dark.edge)
+    add(light.edge_label, dark.edge_label)
+    add(light.step.grad_text, dark.step.grad_text)
+    rules = []
+    for a, b in pairs.items():
+        for attr in ("fill", "stroke"):
+            rules.append(f'{SCOPE}.gv-dark svg [{attr}="{a}" i]{{{attr}:{b}}}')
+    return "".join(rules)
+
+
+def stepper_payload(
+    recording: Recording, step: int | None = None, **options: Any
+) -> dict[str, Any]:
+    """Both views laid out once, the schedule, the panel data and the stylesheets."""
+    options.pop("view", None)
+    svgs: dict[str, str] = {}
+    theme: Theme = DEFAULT
+    prefix = ""
+    index = len(recording.steps) if step is None else step
+    data: dict[str, Any] = {}
+    for view in VIEWS:
+        template, render_options = replay_layout(recording, view=view, **options)
+        theme = render_options.theme
+        prefix = render_options.prefix or recording.graph.prefix
+        if not data:
+            data = replay_data(recording, prefix)
+        svgs[view] = _svg_element(template.render(classes_at(data["schedule"], index)))
+    scoped = step_css(theme, SCOPE)
+    if theme == DEFAULT:
+        scoped += _dark_remap(DEFAULT, DARK) + step_css(DARK, f"{SCOPE}.gv-dark")
+    return {
+        "svgs": svgs,
+        "data": data,
+        "css": {"scoped": scoped, "plain": step_css(theme)},
+        "step": index,
+        "view": "backward",
+        "prefix": prefix,
+    }
+
+
+def _script_safe_js(source: str) -> str:
+    lowered = source.lower()
+    if "</script" in lowered or "<!--" in lowered:
+        raise ValueError("the stepper's JS must not contain '</script' or '<!--'")
+    return source
+
+
+def replay_html(recording: Recording, title: str | None = None, **options: Any) -> str:
+    """One self-contained page: the stepper's JS, CSS, both SVGs and the data inline."""
+    payload = stepper_payload(recording, **options)  # laid out at the final step
+    state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
+    state["step"] = 0
+    css = asset_text("stepper.css")
+    js = _script_safe_js(asset_text("stepper.js"))
+    name = title or f"gradviz replay: {len(recording.steps)} steps"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="color-scheme" content="light dark">\n'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:\">\n"
+        f"<title>{html.escape(name)}</title>\n"
+        f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
+        "</head>\n<body>\n"
+        f'<h1 style="font:600 16px sans-serif">{html.escape(name)}</h1>\n'
+        '<script type="application/json" class="gv-replay-data">'
+        f"{json_for_script(state)}</script>\n"
+        "<noscript><p>This replay needs JavaScript; the final step:</p>"
+        f"{static_svg(payload)}</noscript>\n"
+        f'<script type="module">\n{js}\nmountStandalone();\n</script>\n'
+        "</body>\n</html>\n"
+    )
+
+
+def static_svg(payload: dict[str, Any]) -> str:
+    """The payload's backward view as laid out (its step's classes), stylesheet inside."""
+    svg = payload["svgs"]["backward"]
+    end = svg.index(">") + 1
+    return svg[:end] + f"<style>{payload['css']['plain']}</style>" + svg[end:]
+
+
+def static_html(recording: Recording, **options: Any) -> str:
+    """The notebook's fallback where widgets do not run: the final step, no script."""
+    payload = stepper_payload(recording, **options)
+    caption = html.escape(
+        f"gradviz: backward pass, {len(recording.steps)} steps (final step shown; "
+        "run the notebook to step through it)"
+    )
+    return (
+        f'<div class="gv-static"><div>{static_svg(payload)}</div>'
+        f'<div style="font:12px sans-serif;opacity:.7">{caption}</div></div>'
+    )
