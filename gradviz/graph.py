@@ -14,7 +14,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gradviz.forward import Forward
 
 __all__ = [
     "Edge",
@@ -83,6 +86,13 @@ class Summary:
             first = ", ".join(format_number(v) for v in self.values[:3])
             return f"[{first}, …]"
         return " · ".join(parts)
+
+    def short(self) -> str:
+        """Compact text for an edge label: the value(s) if few, else shape and norm."""
+        if self.complete and self.numel <= 4:
+            return self.text()
+        norm = "" if self.norm is None else f" ‖{format_number(self.norm)}‖"
+        return f"{self.shape_text()}{norm}"
 
     def shape_text(self) -> str:
         return "×".join(str(n) for n in self.shape) if self.shape else "scalar"
@@ -294,6 +304,8 @@ class Graph:
             if edge.dst is not None:
                 self._in[edge.dst].append(edge)
         self.prefix = "g" + hashlib.sha1(self._structure_key().encode()).hexdigest()[:8]
+        # what gradviz.watch() saw of the forward pass, when the graph was traced under it
+        self.forward: Forward | None = None
 
     # -- lookups -------------------------------------------------------------------------
     def node(self, node_id: str) -> Node:
@@ -350,6 +362,7 @@ class Graph:
             "edges": [e.to_dict() for e in self.edges],
             "root_ids": list(self.root_ids),
             "tensors": [t.to_dict() for t in self.tensors],
+            **({} if self.forward is None else {"forward": self.forward.to_dict()}),
         }
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -359,12 +372,17 @@ class Graph:
     def from_dict(cls, data: Mapping[str, Any]) -> Graph:
         if data.get("format") != JSON_FORMAT:
             raise ValueError(f"not a gradviz graph (expected format {JSON_FORMAT!r})")
-        return cls(
+        graph = cls(
             nodes=[Node.from_dict(n) for n in data["nodes"]],
             edges=[Edge.from_dict(e) for e in data["edges"]],
             root_ids=list(data["root_ids"]),
             tensors=[TensorRecord.from_dict(t) for t in data["tensors"]],
         )
+        if data.get("forward") is not None:
+            from gradviz.forward import Forward
+
+            graph.forward = Forward.from_dict(data["forward"])
+        return graph
 
     @classmethod
     def from_json(cls, text: str) -> Graph:
