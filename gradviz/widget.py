@@ -1,0 +1,110 @@
+"""The notebook stepper: an anywidget over the same front end as the offline page.
+
+The SVGs, schedule and panel data go to the browser once, as traits; after that only
+``step`` (and ``view``) travel, in both directions, so stepping never waits on the kernel.
+``import gradviz`` does not load this module: ``gradviz.Stepper`` imports it on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anywidget
+import traitlets
+
+from gradviz.html import asset_text, static_html, stepper_payload
+from gradviz.recording import Recording
+from gradviz.replay import Frame
+
+__all__ = ["Stepper"]
+
+
+class Stepper(anywidget.AnyWidget):
+    """Step through a recorded backward pass; ``step`` is synced with the browser."""
+
+    _esm = asset_text("stepper.js")
+    _css = asset_text("stepper.css")
+
+    step = traitlets.Int(0).tag(sync=True)
+    view = traitlets.Unicode("backward").tag(sync=True)
+    svgs = traitlets.Dict().tag(sync=True)
+    data = traitlets.Dict().tag(sync=True)
+    css = traitlets.Dict().tag(sync=True)
+
+    def __init__(
+        self,
+        recording: Recording,
+        step: int = 0,
+        view: str = "backward",
+        **options: Any,
+    ) -> None:
+        payload = stepper_payload(recording, **options)
+        self.recording = recording
+        self._options = options
+        super().__init__(
+            svgs=payload["svgs"],
+            data=payload["data"],
+            css=payload["css"],
+            step=step,
+            view=view,
+        )
+
+    @property
+    def last(self) -> int:
+        """The last step's index (frames run from 0, the seed, to ``last``)."""
+        return len(self.recording.steps)
+
+    def _no_step(self, index: int) -> str:
+        return f"step {index} does not exist: this recording has steps 0 (the seed) to {self.last}"
+
+    @traitlets.validate("step")
+    def _check_step(self, proposal: Any) -> int:
+        value = int(proposal["value"])
+        if not 0 <= value <= self.last:
+            raise traitlets.TraitError(self._no_step(value))
+        return value
+
+    @traitlets.validate("view")
+    def _check_view(self, proposal: Any) -> str:
+        value = str(proposal["value"])
+        if value not in self.svgs and self.svgs:
+            raise traitlets.TraitError(f"view must be one of {sorted(self.svgs)}, not {value!r}")
+        return value
+
+    def next(self) -> int:
+        """One step on (stays at the last step); returns the new step."""
+        self.step = min(self.step + 1, self.last)
+        return int(self.step)
+
+    def prev(self) -> int:
+        """One step back (stays at the seed); returns the new step."""
+        self.step = max(self.step - 1, 0)
+        return int(self.step)
+
+    def goto(self, index: int) -> int:
+        """Jump to step ``index``; negative counts from the end, like a list."""
+        if index < 0:
+            index += self.last + 1
+        if not 0 <= index <= self.last:
+            raise IndexError(self._no_step(index))
+        self.step = index
+        return int(self.step)
+
+    @property
+    def frame(self) -> Frame:
+        """The replay state at the current step."""
+        return self.recording.frame(self.step)
+
+    def svg(self) -> str:
+        """The current step as a standalone SVG (what the Download button saves)."""
+        return self.recording.svg(step=self.step, **self._options)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget view, plus a static final step for places where widgets do not run."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        data = dict(data)
+        data["text/html"] = static_html(self.recording, **self._options)
+        return data, metadata
