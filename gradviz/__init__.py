@@ -6,6 +6,8 @@ imports IPython or ipywidgets: the notebook side loads them when first used.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from gradviz.errors import (
     BackwardFailed,
     GradvizError,
@@ -19,6 +21,9 @@ from gradviz.record import record, record_grad
 from gradviz.recording import Recording, Step
 from gradviz.theme import THEMES, Theme
 from gradviz.trace import trace
+
+if TYPE_CHECKING:
+    from gradviz.widget import Stepper
 
 __version__ = "0.1.0"
 
@@ -36,6 +41,7 @@ __all__ = [
     "Recording",
     "Role",
     "Step",
+    "Stepper",
     "Summary",
     "TensorRecord",
     "Theme",
@@ -44,3 +50,12 @@ __all__ = [
     "record_grad",
     "trace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``Stepper`` loads anywidget, so it is imported on first use, not with gradviz."""
+    if name == "Stepper":
+        from gradviz.widget import Stepper
+
+        return Stepper
+    raise AttributeError(f"module 'gradviz' has no attribute {name!r}")

@@ -157,7 +157,7 @@ def replay_html(recording: Recording, title: str | None = None, **options: Any) 
 
 def static_svg(payload: dict[str, Any]) -> str:
     """The payload's backward view as laid out (its step's classes), stylesheet inside."""
-    svg = payload["svgs"]["backward"]
+    svg = str(payload["svgs"]["backward"])
     end = svg.index(">") + 1
     return svg[:end] + f"<style>{payload['css']['plain']}</style>" + svg[end:]
 
@@ -173,3 +173,20 @@ def static_html(recording: Recording, **options: Any) -> str:
         f'<div class="gv-static"><div>{static_svg(payload)}</div>'
         f'<div style="font:12px sans-serif;opacity:.7">{caption}</div></div>'
     )
+
+
+def notebook_bundle(recording: Recording) -> tuple[dict[str, Any], dict[str, Any]]:
+    """How a ``Recording`` displays: the stepper widget, or the static step without one."""
+    from gradviz.errors import GradvizError
+
+    try:
+        from gradviz.widget import Stepper
+    except ImportError:  # no notebook extra: the static picture still shows
+        text = f"{recording!r}\n(install torch-gradviz[notebook] for the stepper)"
+        return {"text/plain": text, "text/html": static_html(recording)}, {}
+    try:
+        bundle = Stepper(recording)._repr_mimebundle_()
+    except GradvizError as error:  # Graphviz missing: say why instead of failing
+        return {"text/plain": f"{recording!r}\n(no diagram: {error})"}, {}
+    assert bundle is not None
+    return bundle

@@ -18,9 +18,10 @@ from gradviz.graph import Graph, Summary
 from gradviz.summary import summarize
 
 if TYPE_CHECKING:
+    from gradviz.forward import FOp
     from gradviz.replay import Frame
 
-__all__ = ["GradValue", "Recording", "Step", "as_summary", "value_text"]
+__all__ = ["GradValue", "Recording", "Step", "as_summary", "short_text", "value_text"]
 
 GradValue = torch.Tensor | Summary
 
@@ -30,8 +31,13 @@ def as_summary(value: GradValue) -> Summary:
 
 
 def value_text(value: GradValue | None, max_chars: int = 40) -> str:
-    """How a gradient reads on an edge: '18', '[1, 2]', or 'min … · max … · mean …'."""
+    """How a gradient reads in a panel: '18', '[1, 2]', or 'min … · max … · mean …'."""
     return "None" if value is None else as_summary(value).text(max_chars)
+
+
+def short_text(value: GradValue | None) -> str:
+    """How a gradient reads on an edge: '18', '[1, 2]', or '16×2 ‖0.21‖'."""
+    return "None" if value is None else as_summary(value).short()
 
 
 @dataclass(eq=False)
@@ -98,6 +104,17 @@ class Recording:
     def step_for(self, node_id: str) -> Step | None:
         """The step that ran the node, or None when it did not run."""
         return self._by_node.get(node_id)
+
+    def forward_op(self, node_id: str) -> FOp | None:
+        """The forward op (name, source line, module) that created the node, when recorded
+        with ``gradviz.watch()`` (``w.record(...)``); None otherwise."""
+        forward = self.graph.forward
+        return None if forward is None else forward.op_for_node(node_id)
+
+    @property
+    def forward_ops(self) -> list[FOp]:
+        """The watched forward ops in the order they ran (empty without ``watch()``)."""
+        return [] if self.graph.forward is None else list(self.graph.forward.ops)
 
     @property
     def order(self) -> list[str]:
@@ -184,6 +201,14 @@ class Recording:
             "steps": [step.to_dict() for step in self.steps],
             "not_run": self.not_run,
         }
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Jupyter shows the stepper, with a static final step where widgets cannot run."""
+        from gradviz.html import notebook_bundle
+
+        return notebook_bundle(self)
 
     def __repr__(self) -> str:
         bad = sum(1 for s in self.steps if not s.flow_ok)
