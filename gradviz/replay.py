@@ -15,7 +15,7 @@ from typing import Any
 from gradviz.explain import describe_step, narrate
 from gradviz.graph import Role
 from gradviz.layout import SvgTemplate, run_dot, step_css
-from gradviz.recording import Recording, value_text
+from gradviz.recording import Recording, short_text, value_text
 from gradviz.render import RenderOptions, to_dot
 
 __all__ = ["Frame", "make_frame", "make_frames", "replay_data", "save_steps", "step_svg"]
@@ -140,17 +140,17 @@ def replay_options(recording: Recording, **options: Any) -> RenderOptions:
         for edge in graph.out_edges(step.node_id):
             value = step.grad_inputs[edge.slot] if step.grad_inputs else None
             if value is not None:
-                edge_labels[edge.key] = value_text(value)
+                edge_labels[edge.key] = short_text(value)
     link_labels: dict[str, str] = {}
     for record in graph.tensors:
         if record.is_root and record.node_id is not None and record.output_nr is not None:
             seed = recording.seeds.get((record.node_id, record.output_nr))
             if seed is not None:
-                link_labels[record.id] = value_text(seed)
+                link_labels[record.id] = short_text(seed)
         elif record.role is Role.LEAF and record.node_id is not None:
             leaf_step = recording.step_for(record.node_id)
             if leaf_step is not None and leaf_step.leaf_grad_after is not None:
-                link_labels[record.id] = "grad " + value_text(leaf_step.leaf_grad_after)
+                link_labels[record.id] = "grad " + short_text(leaf_step.leaf_grad_after)
     return RenderOptions.make(edge_labels=edge_labels, link_labels=link_labels, **options)
 
 
