@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-spec
 setup: $(VENV)/.installed system
 
 system:
-	@bash $(SYSTEM_PACKAGES) dot=graphviz
+	@bash $(SYSTEM_PACKAGES) dot=graphviz chromium=chromium
 
 demo: setup
 	@echo "==> rendering the built-in lessons into $(OUT)/"
