@@ -17,7 +17,7 @@ from gradviz.theme import RoleStyle, Theme, get_theme
 
 __all__ = ["RenderOptions", "html_text", "svg_ids", "to_dot"]
 
-View = Literal["backward", "combined"]
+View = Literal["backward", "combined", "forward"]
 
 _DIRECTIONS = {"TB": "TB", "LR": "LR", "top-down": "TB", "left-right": "LR", "BT": "BT", "RL": "RL"}
 
@@ -35,6 +35,10 @@ class RenderOptions:
     prefix: str | None = None  # SVG id prefix; the graph's own when None
     edge_labels: Mapping[str, str] = field(default_factory=dict)  # edge key -> gradient text
     link_labels: Mapping[str, str] = field(default_factory=dict)  # tensor id -> gradient text
+    # with gradviz.watch() data (gradviz.render_forward): module clusters, collapsing, marks
+    modules: bool = False  # cluster nodes and ops by the nn.Module that created them
+    collapse_depth: int | None = None  # draw modules this deep (0: top level) as one box
+    marks: tuple[str, ...] = ()  # node / tensor / forward-tensor ids to draw marked
 
     @classmethod
     def make(cls, **options: Any) -> RenderOptions:
@@ -48,8 +52,10 @@ class RenderOptions:
         made = cls(**{k: v for k, v in options.items() if k != "theme"})
         if "theme" in options:
             made = replace(made, theme=get_theme(options["theme"]))
-        if made.view not in ("backward", "combined"):
-            raise ValueError(f"view must be 'backward' or 'combined', not {made.view!r}")
+        if made.view not in ("backward", "combined", "forward"):
+            raise ValueError(
+                f"view must be 'backward', 'combined' or 'forward', not {made.view!r}"
+            )
         if made.direction not in _DIRECTIONS:
             raise ValueError(
                 f"direction must be one of {sorted(_DIRECTIONS)}, not {made.direction!r}"
@@ -83,7 +89,12 @@ def svg_ids(prefix: str) -> dict[str, str]:
 
 def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
     """The whole graph as DOT text; deterministic for the same graph and options."""
-    return _DotWriter(graph, options or RenderOptions()).write()
+    options = options or RenderOptions()
+    if options.view == "forward" or graph.forward is not None or options.modules or options.marks:
+        from gradviz.render_forward import forward_aware_dot  # views that use watch() data
+
+        return forward_aware_dot(graph, options)
+    return _DotWriter(graph, options).write()
 
 
 def _attrs(**attributes: str | float | None) -> str:
