@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,12 @@ def json_for_script(value: Any) -> str:
     return text
 
 
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
 def _svg_element(svg: str) -> str:
-    """Graphviz output without the XML prolog, doctype and comments before <svg>."""
-    return svg[svg.index("<svg") :]
+    """Graphviz output without the XML prolog, doctype and comments: the <svg> alone."""
+    return _COMMENT.sub("", svg[svg.index("<svg") :])
 
 
 def _dark_remap(light: Theme, dark: Theme) -> str:

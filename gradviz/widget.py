@@ -106,5 +106,6 @@ class Stepper(anywidget.AnyWidget):
             return None
         data, metadata = bundle
         data = dict(data)
+        data["text/plain"] = f"Stepper over {self.recording!r}"
         data["text/html"] = static_html(self.recording, **self._options)
         return data, metadata
