@@ -16,11 +16,14 @@ from gradviz.errors import (
     GraphvizNotFound,
     NotOnGraph,
 )
+from gradviz.forward import Forward
 from gradviz.graph import Edge, Graph, Node, Role, Summary, TensorRecord
+from gradviz.inplace import InplaceReport, explain_inplace
 from gradviz.record import record, record_grad
 from gradviz.recording import Recording, Step
 from gradviz.theme import THEMES, Theme
 from gradviz.trace import trace
+from gradviz.watch import Watch, WatchNestingError, watch
 
 if TYPE_CHECKING:
     from gradviz.widget import Stepper
@@ -31,11 +34,13 @@ __all__ = [
     "THEMES",
     "BackwardFailed",
     "Edge",
+    "Forward",
     "GradvizError",
     "GradvizWarning",
     "Graph",
     "GraphFreed",
     "GraphvizNotFound",
+    "InplaceReport",
     "Node",
     "NotOnGraph",
     "Recording",
@@ -45,10 +50,14 @@ __all__ = [
     "Summary",
     "TensorRecord",
     "Theme",
+    "Watch",
+    "WatchNestingError",
     "__version__",
+    "explain_inplace",
     "record",
     "record_grad",
     "trace",
+    "watch",
 ]
 
 
