@@ -7,13 +7,22 @@ Each test prints the per-step latency it measured; none asserts on time.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import secrets
+import socket
 import statistics
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 import gradviz
@@ -161,3 +170,155 @@ def test_standalone_replay(ten_ops: Recording, tmp_path: Path) -> None:
     local = ("file:", "data:", "blob:")  # blob: is the download, made in the page itself
     assert [url for url in requests if not url.startswith(local)] == []
     report_latency("standalone page", timings)
+
+
+# -- 2. the widget in JupyterLab -------------------------------------------------------------
+KERNEL = "gradviz-browser-test"
+NOTEBOOK_CELLS = [
+    "import gradviz\n"
+    "from gradviz.lessons import lesson\n"
+    "built = lesson('ten-ops').build()\n"
+    "recording = gradviz.record(*built.roots, names=built.names)\n"
+    "stepper = gradviz.Stepper(recording)\n"
+    "stepper",
+    "recording  # a Recording displays as a second stepper of the same graph",
+]
+
+# Run code in the notebook's kernel from the page and return what it printed.
+KERNEL_EXEC = """async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({ code });
+  let out = "";
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === "stream") out += msg.content.text;
+  };
+  await future.done;
+  return out.trim();
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def jupyterlab(tmp: Path) -> Iterator[str]:
+    """JupyterLab on 127.0.0.1 with every Jupyter folder temporary; yields its base URL."""
+    dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "ws", "root")}
+    for folder in dirs.values():
+        folder.mkdir(parents=True)
+    spec = dirs["data"] / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernel = {"argv": argv, "display_name": "gradviz", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS]
+    )
+    notebook.metadata["kernelspec"] = {
+        "name": KERNEL,
+        "display_name": "gradviz",
+        "language": "python",
+    }
+    nbformat.write(notebook, dirs["root"] / "stepper.ipynb")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+        "JUPYTER_DATA_DIR": str(dirs["data"]),
+        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+        "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+        "JUPYTERLAB_WORKSPACES_DIR": str(dirs["ws"]),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1"]
+    command += [f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
+    command += ["--allow-root", "--LabApp.expose_app_in_browser=True"]
+    command += [f"--ServerApp.root_dir={dirs['root']}"]
+    log = (tmp / "lab.log").open("wb")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        for _ in range(600):  # up to a minute, polled
+            if server.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {(tmp / 'lab.log').read_text()[-2000:]}")
+            try:
+                opener.open(f"{base}/api/status?token={token}", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("JupyterLab did not start within a minute")
+        yield f"{base}/lab/tree/stepper.ipynb?token={token}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def _active(root: Any) -> list[str | None]:
+    return [a.get_attribute("id") for a in root.query_selector_all("svg .gv_active")]
+
+
+@pytest.mark.browser
+@pytest.mark.needs_dot
+@pytest.mark.slow
+def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
+    prefix, order = ten_ops.graph.prefix, ten_ops.order
+    errors: list[str] = []
+    with jupyterlab(tmp_path / "lab") as url, chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        page.wait_for_function(
+            "() => window.jupyterapp && window.jupyterapp.shell.currentWidget &&"
+            " window.jupyterapp.shell.currentWidget.sessionContext &&"
+            " window.jupyterapp.shell.currentWidget.sessionContext.session &&"
+            " window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+        )
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_function("() => document.querySelectorAll('.gv-stepper').length === 2")
+        first, second = page.query_selector_all(".gv-stepper")
+        assert first.get_attribute("data-step") == "0" and _active(first) == []
+
+        timings = [page.evaluate(TIMED_CLICK, [first, ".gv-next"])]
+        assert _active(first) == [f"{prefix}_{order[0]}"]
+        assert second.get_attribute("data-step") == "0" and _active(second) == []  # no collision
+        assert page.evaluate(KERNEL_EXEC, "print(stepper.step)") == "1"
+        for _ in range(3):
+            timings.append(page.evaluate(TIMED_CLICK, [first, ".gv-next"]))
+        assert _active(first) == [f"{prefix}_{order[3]}"]
+        assert page.evaluate(KERNEL_EXEC, "print(stepper.step, stepper.frame.active)") == (
+            f"4 {order[3]}"
+        )
+
+        page.evaluate(KERNEL_EXEC, "stepper.step = 6")  # Python moves the front end
+        page.wait_for_function("(root) => root.dataset.step === '6'", arg=first)
+        assert _active(first) == [f"{prefix}_{order[5]}"]
+        page.evaluate(KERNEL_EXEC, "stepper.prev()")
+        page.wait_for_function("(root) => root.dataset.step === '5'", arg=first)
+
+        # while the kernel sleeps, the front end still steps; the kernel catches up after
+        page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+            ".requestExecute({code: 'import time; time.sleep(2)'})"
+        )
+        timings.append(page.evaluate(TIMED_CLICK, [first, ".gv-next"]))
+        assert first.get_attribute("data-step") == "6"
+        assert page.evaluate(KERNEL_EXEC, "print(stepper.step)") == "6"
+
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+            " {theme: 'JupyterLab Dark'})"
+        )
+        page.wait_for_function("(root) => root.classList.contains('gv-dark')", arg=first)
+    assert not [e for e in errors if "gv" in e or "stepper" in e], errors
+    report_latency("JupyterLab widget", timings)
