@@ -399,7 +399,7 @@ class _Writer(_DotWriter):
         if self.options.shapes and tensor.data is not None:
             value = tensor.data.text(40) if made.version == 0 else "changed in place"
             if tensor.data.shape and made.version == 0:
-                value = f"{tensor.data.shape_text()} {value}" if tensor.data.complete else value
+                value = tensor.data.shape_text() + (f" {value}" if tensor.data.complete else "")
             text += f'<BR/><FONT POINT-SIZE="9">{html_text(value)}</FONT>'
         line = f"  {made.name} " + _attrs(
             id=f"{self.prefix}_{made.name}",
