@@ -34,11 +34,25 @@ def render_lesson(item: Lesson, folder: Path, progress: Progress = _quiet) -> li
     built = item.build()
     graph = trace(*built.roots, names=built.names)
     written = [graph.save(folder / f"{view}.svg", view=view) for view in VIEWS]
+    written += _watched_views(item, folder)
     fresh = item.build()
     recording = record(*fresh.roots, names=fresh.names)
     written += recording.save_steps(folder / "steps")
     progress(f"  {item.slug}: {len(written)} files")
     return written
+
+
+def _watched_views(item: Lesson, folder: Path) -> list[Path]:
+    """The forward view and the combined view with the names gradviz.watch() found."""
+    from gradviz.watch import watch
+
+    with watch() as w:
+        built = item.build()
+    graph = w.trace(*built.roots)
+    return [
+        graph.save(folder / "forward.svg", view="forward"),
+        graph.save(folder / "combined-watched.svg", view="combined"),
+    ]
 
 
 def render_lessons(out: Path, progress: Progress = _quiet) -> list[Path]:
