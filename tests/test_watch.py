@@ -275,3 +275,26 @@ def test_forward_data_survives_json() -> None:
     assert json.loads(again.to_json()) == json.loads(graph.to_json())
     assert again.to_dot(view="forward") == graph.to_dot(view="forward")
     assert again.to_dot(view="combined") == graph.to_dot(view="combined")
+
+
+def test_names_in_a_notebook_cell() -> None:
+    """IPython registers each cell's source in linecache under a pseudo file name."""
+    import linecache
+
+    source = (
+        "with gradviz.watch() as w:\n"
+        "    p = torch.tensor(1.0, requires_grad=True)\n"
+        "    q, r = (p * 2).unbind() if False else (p * 2, p * 3)\n"
+        "    s = q + r\n"
+    )
+    filename = "<ipython-input-7-0123456789ab>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, object] = {"gradviz": gradviz, "torch": torch}
+    try:
+        exec(compile(source, filename, "exec"), namespace)
+    finally:
+        linecache.cache.pop(filename, None)
+    w = namespace["w"]
+    assert isinstance(w, gradviz.Watch)
+    assert w.forward.names() == ["p", "q", "r", "s"]
+    assert w.forward.ops[-1].line is not None and w.forward.ops[-1].line.text == "s = q + r"
