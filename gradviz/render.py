@@ -53,9 +53,7 @@ class RenderOptions:
         if "theme" in options:
             made = replace(made, theme=get_theme(options["theme"]))
         if made.view not in ("backward", "combined", "forward"):
-            raise ValueError(
-                f"view must be 'backward', 'combined' or 'forward', not {made.view!r}"
-            )
+            raise ValueError(f"view must be 'backward', 'combined' or 'forward', not {made.view!r}")
         if made.direction not in _DIRECTIONS:
             raise ValueError(
                 f"direction must be one of {sorted(_DIRECTIONS)}, not {made.direction!r}"
