@@ -1051,6 +1051,16 @@ def narrate(recording: Recording, index: int) -> str:
     return explain_step(recording, index).text
 
 
+def forward_text(recording: Recording, node_id: str) -> str | None:
+    """The forward op and source line a node came from (recorded under ``watch()``)."""
+    op = recording.forward_op(node_id)
+    if op is None:
+        return None
+    if op.line is None:
+        return op.name
+    return f"{op.name} at {op.line.short()}: {op.line.text.strip()}"
+
+
 def describe_step(recording: Recording, index: int) -> dict[str, Any]:
     """The side panel's data for frame ``index``: plain strings only."""
     explanation = explain_step(recording, index)
@@ -1059,6 +1069,7 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
             "index": 0,
             "node": None,
             "type": "seed",
+            "forward": None,
             "op": "seed",
             "narration": explanation.text,
             "formula": [],
@@ -1078,6 +1089,7 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
         "index": index,
         "node": step.node_id,
         "type": step.type_name,
+        "forward": forward_text(recording, step.node_id),
         "op": explanation.op,
         "narration": explanation.text,
         "formula": list(explanation.formula),

@@ -473,3 +473,18 @@ def test_every_formula_in_an_mlp_agrees_with_the_recording() -> None:
     norm = format_number(float(torch.linalg.vector_norm(grad)))
     words = [narrate(recording, i) for i in steps_of(recording, "AccumulateGrad")]
     assert any(w.endswith(f"0.weight.grad: None → a 8×3 gradient, norm {norm}.") for w in words)
+
+
+def test_each_step_names_the_forward_op_and_line_under_watch() -> None:
+    with gradviz.watch() as w:
+        a = torch.tensor(2.0, requires_grad=True)
+        b = torch.tensor(3.0)
+        c = a * b
+    recording = w.record(c)
+    mul = describe_step(recording, 1)
+    assert mul["type"] == "MulBackward0"
+    assert mul["forward"].startswith("mul at test_explain.py:")
+    assert mul["forward"].endswith("c = a * b")
+    assert describe_step(recording, 0)["forward"] is None
+    plain = gradviz.record(torch.tensor(2.0, requires_grad=True) * 3)
+    assert describe_step(plain, 1)["forward"] is None
