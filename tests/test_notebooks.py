@@ -1,0 +1,94 @@
+"""The lecture notebooks: each runs top to bottom, and each is committed without outputs.
+
+Every notebook ends in check cells that compare gradviz's numbers with PyTorch's, so a
+notebook that runs is a notebook whose diagrams agree with autograd. The kernel is the
+interpreter running these tests (the project's .venv under ``make test``): a kernelspec for
+``sys.executable`` is written into a temporary Jupyter data directory, so whatever kernels
+the machine or the user have installed play no part.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+KERNEL_NAME = "gradviz-tests"
+CELL_TIMEOUT = 120  # seconds per cell; each notebook takes a few seconds in all
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [path.stem for path in paths]
+
+
+@pytest.fixture(scope="session")
+def kernel_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A kernelspec for this interpreter, found through JUPYTER_PATH (searched first)."""
+    data_dir = tmp_path_factory.mktemp("jupyter-data")
+    spec_dir = data_dir / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "gradviz tests",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(data_dir))
+        patch.setenv("JUPYTER_PLATFORM_DIRS", "1")  # no deprecation warning from jupyter_core
+        yield KERNEL_NAME
+
+
+def test_every_lesson_has_a_notebook() -> None:
+    numbers = [path.name[:2] for path in NOTEBOOKS]
+    assert numbers[0] == "00", "the tour of gradviz comes first"
+    assert numbers == [f"{n:02d}" for n in range(len(numbers))], f"gaps in {numbers}"
+    assert len(numbers) >= 11, "the tour and the ten lessons of DESIGN §8"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_notebook_is_committed_clean(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    assert "widgets" not in notebook.metadata, "widget state is saved in the notebook"
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        where = f"{path.name}, cell {index}"
+        assert cell.outputs == [], f"{where} has outputs: clear them before committing"
+        assert cell.execution_count is None, f"{where} has an execution count"
+        assert "execution" not in cell.metadata, f"{where} has execution timing metadata"
+
+
+@pytest.mark.needs_dot
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_notebook_runs(path: Path, kernel_name: str, tmp_path: Path) -> None:
+    """Top to bottom in a fresh kernel; any failing cell (a check included) fails the test.
+
+    The notebook runs in a temporary directory, so the files it saves land there.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT,
+        kernel_name=kernel_name,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count is not None for cell in code_cells)
+    warnings = [
+        output.get("text", "")
+        for cell in code_cells
+        for output in cell.outputs
+        if output.get("name") == "stderr" and "GradvizWarning" in output.get("text", "")
+    ]
+    assert not warnings, f"gradviz warned while running {path.name}: {warnings}"
