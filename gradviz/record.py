@@ -8,6 +8,8 @@ a ``finally``, also when backward raises.
 from __future__ import annotations
 
 import functools
+import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,17 +17,19 @@ from typing import Any, Literal
 import torch
 
 from gradviz import _autograd
-from gradviz.errors import BackwardFailed, GraphFreed
+from gradviz.errors import BackwardFailed, GradvizWarning, GraphFreed
 from gradviz.graph import Graph
 from gradviz.recording import GradValue, Recording, Step
 from gradviz.summary import summarize
 from gradviz.trace import Params, trace
 
-__all__ = ["AUTO_ALL_MAX_NODES", "Keep", "record", "record_grad"]
+__all__ = ["AUTO_ALL_MAX_NODES", "MEMORY_BUDGET", "Keep", "record", "record_grad"]
 
 Keep = Literal["auto", "all", "summary"]
 # keep="auto" keeps full copies for graphs of up to this many nodes, summaries above.
 AUTO_ALL_MAX_NODES = 500
+# keep="all" warns (GradvizWarning) before its gradient copies would pass this many bytes.
+MEMORY_BUDGET = 1 << 30  # 1 GiB
 
 TensorOrTensors = torch.Tensor | Sequence[torch.Tensor]
 
@@ -39,15 +43,22 @@ def record(
     keep: Keep = "auto",
     names: Mapping[str, torch.Tensor] | None = None,
     params: Params | None = None,
+    memory_budget: int | None = MEMORY_BUDGET,
 ) -> Recording:
     """Like ``torch.autograd.backward(roots, gradient, ...)``, recording every node it runs.
 
     ``keep``: ``"all"`` keeps a copy of every gradient, ``"summary"`` keeps shape, dtype,
     norm, min, max, mean and the first values, ``"auto"`` keeps everything for graphs of up
-    to ``AUTO_ALL_MAX_NODES`` nodes and summaries for bigger ones.
+    to ``AUTO_ALL_MAX_NODES`` nodes and summaries for bigger ones. Each gradient is stored
+    once: a tensor passed on unchanged (to the next node, or into a leaf's ``.grad``)
+    shares the copy made where it first appeared.
+
+    ``memory_budget``: with ``keep="all"``, a ``GradvizWarning`` is issued before the
+    copies would hold more than this many bytes (default ``MEMORY_BUDGET``, 1 GiB;
+    ``None``: never warn).
     """
     graph = trace(*roots, params=params, names=names)
-    recorder = _Recorder(graph, keep, create_graph, mode="backward")
+    recorder = _Recorder(graph, keep, create_graph, mode="backward", memory_budget=memory_budget)
     seeds = _seeds(roots, gradient)
     recorder.set_seeds(roots, seeds)
     input_nodes = _input_nodes(graph, inputs)
@@ -74,6 +85,7 @@ def record_grad(
     keep: Keep = "auto",
     names: Mapping[str, torch.Tensor] | None = None,
     params: Params | None = None,
+    memory_budget: int | None = MEMORY_BUDGET,
 ) -> tuple[tuple[torch.Tensor | None, ...], Recording]:
     """Like ``torch.autograd.grad(...)``: returns its gradients and the recording.
 
@@ -82,7 +94,7 @@ def record_grad(
     roots = _as_tuple(outputs)
     input_tuple = _as_tuple(inputs)
     graph = trace(*roots, params=params, names=names)
-    recorder = _Recorder(graph, keep, create_graph, mode="grad")
+    recorder = _Recorder(graph, keep, create_graph, mode="grad", memory_budget=memory_budget)
     seeds = _seeds(roots, grad_outputs)
     recorder.set_seeds(roots, seeds)
     result: list[tuple[torch.Tensor | None, ...]] = []
@@ -150,6 +162,11 @@ class _Recorder:
     steps: list[Step] = field(default_factory=list)
     open_steps: dict[str, Step] = field(default_factory=dict)
     seeds: dict[tuple[str, int], GradValue] = field(default_factory=dict)
+    memory_budget: int | None = MEMORY_BUDGET
+    held: int = 0  # bytes of gradient copies kept so far (keep="all")
+    # id(tensor) -> (weak reference, _version, what was kept): a gradient tensor seen
+    # again, unchanged (same object, same version), reuses what was kept the first time.
+    seen: dict[int, tuple[weakref.ref[torch.Tensor], int, GradValue]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.keep == "auto":
@@ -169,7 +186,36 @@ class _Recorder:
             return summarize(value)
         if self.create_graph:
             return value  # a fresh tensor with a graph of its own: second derivatives
+        self._count(value)
         return value.detach().clone()
+
+    def _count(self, value: torch.Tensor) -> None:
+        """Warn once, before the copies would hold more than ``memory_budget`` bytes."""
+        size = value.numel() * value.element_size()
+        budget = self.memory_budget
+        if budget is not None and self.held <= budget < self.held + size:
+            warnings.warn(
+                f"gradviz.record(keep='all') is about to hold more than {budget / 2**20:.0f} "
+                f"MiB of gradient copies ({len(self.steps)} steps of "
+                f"{len(self.graph.nodes)} nodes so far). Pass keep='summary' to keep "
+                "statistics only, or raise memory_budget=.",
+                GradvizWarning,
+                stacklevel=2,
+            )
+        self.held += size
+
+    def kept_once(self, value: torch.Tensor | None) -> GradValue | None:
+        """``kept(value)``, reusing what was kept when this very tensor was seen before."""
+        if value is None:
+            return None
+        key = id(value)
+        entry = self.seen.get(key)
+        if entry is not None and entry[0]() is value and entry[1] == value._version:
+            return entry[2]
+        kept = self.kept(value)
+        if kept is not None:
+            self.seen[key] = (weakref.ref(value), value._version, kept)
+        return kept
 
     def set_seeds(self, roots: tuple[torch.Tensor, ...], seeds: tuple[torch.Tensor, ...]) -> None:
         """What enters each root node before any node runs (summed when roots share one)."""
@@ -189,9 +235,9 @@ class _Recorder:
             index=len(self.steps) + 1,
             node_id=node_id,
             type_name=node.type_name,
-            grad_outputs=tuple(self.kept(g) for g in grad_outputs),
+            grad_outputs=tuple(self.kept_once(g) for g in grad_outputs),
         )
-        step.raw_outputs = grad_outputs
+        # no strong references to the raw gradients: autograd may steal or reuse them
         if node.leaf_tensor is not None:
             step.leaf_grad_before = self.kept(node.leaf_tensor.grad)
         for record_id, tensor in self.retained.get(node_id, ()):
@@ -207,19 +253,24 @@ class _Recorder:
         grad_outputs: tuple[torch.Tensor | None, ...],
     ) -> None:
         step = self.open_steps.pop(node_id)
-        step.grad_inputs = tuple(self._kept_reusing(step, g) for g in grad_inputs)
+        step.grad_inputs = tuple(self.kept_once(g) for g in grad_inputs)
         node = self.graph.node(node_id)
-        if node.leaf_tensor is not None:
-            step.leaf_grad_after = self._kept_reusing(step, node.leaf_tensor.grad)
-        step.raw_outputs = ()
+        leaf = node.leaf_tensor
+        if leaf is not None:
+            grad = leaf.grad
+            if (
+                step.leaf_grad_before is None
+                and grad is not None
+                and step.grad_outputs
+                and step.grad_outputs[0] is not None
+                and not getattr(leaf, "_post_accumulate_grad_hooks", None)
+            ):
+                # .grad was None, so AccumulateGrad set it to what it received (stolen or
+                # cloned, same values): store that once
+                step.leaf_grad_after = step.grad_outputs[0]
+            else:
+                step.leaf_grad_after = self.kept_once(grad)
         step.finished = True
-
-    def _kept_reusing(self, step: Step, value: torch.Tensor | None) -> GradValue | None:
-        """A gradient passed on unchanged is stored once: reuse the incoming copy."""
-        for raw, kept in zip(step.raw_outputs, step.grad_outputs, strict=True):
-            if raw is not None and value is raw:
-                return kept
-        return self.kept(value)
 
     # -- the run -------------------------------------------------------------------------
     def run(self, backward: Any, input_nodes: list[str] | None) -> Recording:
@@ -245,8 +296,7 @@ class _Recorder:
         finally:
             for handle in handles:
                 handle.remove()
-            for step in self.steps:
-                step.raw_outputs = ()
+            self.seen.clear()
         recording = Recording(
             graph=self.graph,
             steps=self.steps,

@@ -268,6 +268,8 @@ def check_flow(recording: Recording) -> None:
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape:
         return False
+    if a is b or torch.equal(a, b):  # the usual case, and one pass instead of allclose's many
+        return True
     return bool(torch.allclose(a.detach().double(), b.detach().double(), rtol=1e-5, atol=1e-7))
 
 
@@ -287,6 +289,8 @@ def _scale(values: list[GradValue]) -> float:
 
 
 def _same_sum(received: GradValue | None, sent: list[GradValue]) -> bool:
+    if len(sent) == 1 and sent[0] is received:  # stored once: the producer's own value
+        return True
     if received is None:
         return not sent or all(_is_zero(v) for v in sent)
     if not sent:
@@ -306,7 +310,7 @@ def _is_zero(value: GradValue) -> bool:
 
 
 def _accumulated(before: GradValue | None, received: GradValue | None, after: GradValue) -> bool:
-    if received is None:
+    if received is None or (before is None and after is received):
         return True
     if isinstance(after, torch.Tensor) and isinstance(received, torch.Tensor):
         expected = received.detach()

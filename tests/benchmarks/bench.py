@@ -1,0 +1,449 @@
+"""``make bench``: gradviz against torchviz and torchlens on the same workloads, same run.
+
+    python tests/benchmarks/bench.py [--repeat N] [--only NAME] [--json out/bench.json]
+
+Every workload runs gradviz and the peers in this one process, torch on one thread, and
+each figure is the median of ``--repeat`` runs (big graphs: fewer). Memory is the peak
+resident set size (RSS) above the RSS at the start of the run: Linux's ``VmHWM`` after
+resetting it through ``/proc/self/clear_refs`` (tracemalloc cannot see torch's
+allocations); where that reset is refused, a thread samples ``VmRSS`` every 0.2 ms.
+
+torchlens wraps torch's functions on its first use and keeps them wrapped, which would
+slow every later torch call; it is therefore measured last, after all gradviz and plain
+torch figures of every workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+
+from workloads import Workload, build  # noqa: E402
+
+import gradviz  # noqa: E402
+from gradviz.errors import GradvizWarning  # noqa: E402
+from gradviz.layout import run_dot  # noqa: E402
+
+try:
+    import torchviz
+except ImportError:  # pragma: no cover - make bench installs it
+    torchviz = None
+
+try:
+    import torchlens
+    from torchlens.options import CaptureOptions
+except Exception as error:  # pragma: no cover - depends on the machine
+    torchlens = None
+    TORCHLENS_MISSING = f"{type(error).__name__}: {error}"
+else:
+    TORCHLENS_MISSING = ""
+
+
+# -- measuring -----------------------------------------------------------------------------
+def median_time(run: Callable[[], Any], repeat: int, setup: Callable[[], Any] | None = None):
+    """Median wall time of ``run(setup())`` (setup not timed) and the last result."""
+    times = []
+    result = None
+    for _ in range(repeat):
+        arg = setup() if setup is not None else None
+        gc.collect()
+        start = time.perf_counter()
+        result = run(arg) if setup is not None else run()  # type: ignore[call-arg]
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _can_reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _malloc_gives_back() -> bool:
+    """Make glibc serve big blocks with mmap and return them when freed, so that RSS
+    follows what is alive (by default its threshold grows and freed memory stays)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(
+        libc.mallopt(m_mmap_threshold, 64 * 1024) and libc.mallopt(m_trim_threshold, 64 * 1024)
+    )
+
+
+MALLOC_TUNED = _malloc_gives_back()
+RESET_PEAK = _can_reset_peak()
+MEMORY_METHOD = (
+    "peak RSS (VmHWM after a reset through /proc/self/clear_refs) minus RSS at the start;"
+    " glibc set to mmap blocks of 64 KiB and more, so freed memory leaves RSS"
+    if RESET_PEAK
+    else "peak of VmRSS sampled every 0.2 ms minus RSS at the start"
+)
+
+
+@contextlib.contextmanager
+def peak_rss() -> Iterator[dict[str, float]]:
+    """Yields a dict that holds ``mib``: the peak RSS growth inside the block."""
+    out: dict[str, float] = {}
+    gc.collect()
+    if MALLOC_TUNED:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    base = _status_kib("VmRSS")
+    stop = threading.Event()
+    peak = [base]
+    sampler = None
+    if RESET_PEAK:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+    else:
+
+        def sample() -> None:
+            while not stop.is_set():
+                peak[0] = max(peak[0], _status_kib("VmRSS"))
+                time.sleep(0.0002)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+    try:
+        yield out
+    finally:
+        if sampler is not None:
+            stop.set()
+            sampler.join()
+            top = peak[0]
+        else:
+            top = _status_kib("VmHWM")
+        out["mib"] = max(0, top - base) / 1024
+
+
+def median_peak(run: Callable[[], Any], repeat: int, setup: Callable[[], Any]) -> float:
+    peaks = []
+    for _ in range(repeat):
+        setup()
+        with peak_rss() as out:
+            run()
+        peaks.append(out["mib"])
+    return statistics.median(peaks)
+
+
+# -- one workload ----------------------------------------------------------------------------
+def measure(work: Workload, repeat: int) -> dict[str, Any]:
+    loss = work.forward()
+    graph = gradviz.trace(loss)
+    n_nodes = len(graph.nodes)
+    big = n_nodes > 2000
+    rep = max(1, repeat // 2) if big else repeat
+    row: dict[str, Any] = {"workload": work.name, "nodes": n_nodes, "edges": len(graph.edges)}
+
+    row["trace_s"], graph = median_time(lambda: gradviz.trace(loss), rep)
+    row["dot_s"], dot = median_time(graph.to_dot, rep)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", GradvizWarning)
+        row["layout_s"], svg = median_time(lambda: run_dot(dot, "svg"), 1 if big else rep)
+    row["layout_fallback"] = any(issubclass(w.category, GradvizWarning) for w in caught)
+    row["svg_bytes"] = len(svg)
+
+    if torchviz is not None:
+        try:
+            row["torchviz_s"], _ = median_time(lambda: torchviz.make_dot(loss).source, rep)
+        except RecursionError:
+            row["torchviz_s"] = None
+            row["torchviz_error"] = "RecursionError (recursive walk)"
+        row["trace_dot_vs_torchviz"] = _ratio(row.get("torchviz_s"), row["trace_s"] + row["dot_s"])
+
+    # forward + backward, bare and recorded
+    def bare(_: object = None) -> None:
+        work.forward().backward()
+
+    def recorded(keep: str) -> Callable[[object], Any]:
+        def run(_: object = None) -> Any:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", GradvizWarning)
+                return gradviz.record(work.forward(), keep=keep)  # type: ignore[arg-type]
+
+        return run
+
+    def zero(_: object = None) -> None:
+        work.zero_grad()
+
+    bare(None)  # warm up
+    row["plain_fwd_bwd_s"], _ = median_time(bare, rep, setup=zero)
+    for keep in ("summary", "all"):
+        recorded(keep)(None)  # warm up
+        row[f"record_{keep}_s"], _ = median_time(recorded(keep), rep, setup=zero)
+        row[f"record_{keep}_x"] = row[f"record_{keep}_s"] / row["plain_fwd_bwd_s"]
+
+    # end to end: forward, trace + record, render the replay's layout to SVG
+    def end_to_end(_: object = None) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GradvizWarning)
+            recording = gradviz.record(work.forward())
+            return recording.svg()
+
+    row["end_to_end_s"], _ = median_time(end_to_end, 1 if big else rep, setup=zero)
+
+    # peak memory above the start of the run (model and inputs already exist)
+    mem_rep = 1 if big else 3
+    row["peak_bare_mib"] = median_peak(bare, mem_rep, zero)
+    for keep in ("summary", "all"):
+        row[f"peak_{keep}_mib"] = median_peak(recorded(keep), mem_rep, zero)
+    base = max(row["peak_bare_mib"], 1e-9)
+    row["peak_summary_x"] = row["peak_summary_mib"] / base
+    row["peak_all_x"] = row["peak_all_mib"] / base
+    zero()
+    return row
+
+
+def measure_torchlens(work: Workload, row: dict[str, Any], repeat: int) -> None:
+    """torchlens: trace (forward), log_backward, draw_backward to SVG."""
+    if torchlens is None or work.model is None or work.loss_of is None:
+        return
+    model, inputs, loss_of = work.model, list(work.inputs), work.loss_of
+    folder = tempfile.mkdtemp(prefix="gradviz-bench-")
+
+    def traced(_: object = None) -> Any:
+        log = torchlens.trace(
+            model, inputs, capture=CaptureOptions(save_grads=True, backward_ready=True)
+        )
+        return log, loss_of(log[log.output_layers[0]].out)
+
+    def trace_backward(_: object = None) -> Any:
+        log, loss = traced()
+        log.log_backward(loss)
+        return log
+
+    def whole(_: object = None) -> None:
+        log = trace_backward()
+        log.draw_backward(
+            vis_outpath=os.path.join(folder, "backward"), vis_fileformat="svg", vis_save_only=True
+        )
+        log.cleanup()
+
+    try:
+        whole()  # warm up: torchlens wraps torch's functions on its first call
+        row["torchlens_record_s"], log = median_time(trace_backward, repeat, setup=work.zero_grad)
+        log.cleanup()
+        row["torchlens_record_x"] = row["torchlens_record_s"] / row["plain_fwd_bwd_s"]
+        row["torchlens_end_to_end_s"], _ = median_time(whole, repeat, setup=work.zero_grad)
+        row["end_to_end_vs_torchlens"] = _ratio(row["torchlens_end_to_end_s"], row["end_to_end_s"])
+    except Exception as error:  # a peer failing is a result, not a crash
+        row["torchlens_error"] = f"{type(error).__name__}: {str(error)[:200]}"
+    work.zero_grad()
+
+
+def _ratio(peer: float | None, ours: float) -> float | None:
+    return None if peer is None else peer / ours
+
+
+# -- the report --------------------------------------------------------------------------------
+COLUMNS = [
+    ("workload", "workload", "{}"),
+    ("nodes", "nodes", "{}"),
+    ("edges", "edges", "{}"),
+    ("trace_s", "trace ms", "ms"),
+    ("dot_s", "DOT ms", "ms"),
+    ("layout_s", "layout ms", "ms"),
+    ("torchviz_s", "torchviz ms", "ms"),
+    ("trace_dot_vs_torchviz", "vs tv", "x"),
+    ("plain_fwd_bwd_s", "f+b ms", "ms"),
+    ("record_summary_x", "rec sum", "x"),
+    ("record_all_x", "rec all", "x"),
+    ("end_to_end_s", "e2e ms", "ms"),
+    ("torchlens_end_to_end_s", "tl e2e ms", "ms"),
+    ("end_to_end_vs_torchlens", "vs tl", "x"),
+    ("torchlens_record_x", "tl rec", "x"),
+    ("peak_bare_mib", "mem MiB", "mib"),
+    ("peak_summary_x", "mem sum", "x"),
+    ("peak_all_x", "mem all", "x"),
+]
+
+
+def _cell(value: Any, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "ms":
+        return f"{value * 1000:.1f}"
+    if kind == "x":
+        return f"{value:.2f}×"
+    if kind == "mib":
+        return f"{value:.1f}"
+    return str(value)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    header = [title for _, title, _ in COLUMNS]
+    body = [[_cell(row.get(key), kind) for key, _, kind in COLUMNS] for row in rows]
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("-+-".join("-" * w for w in widths))
+    for cells in body:
+        lines.append(
+            " | ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            )
+        )
+    return "\n".join(lines)
+
+
+TARGETS = [
+    ("trace_dot_vs_torchviz", ("ResNet", "GPT"), ">=", 5.0, "trace+DOT vs torchviz make_dot"),
+    ("record_summary_x", ("ResNet", "GPT", "MLP"), "<=", 1.2, 'record(keep="summary") / f+b'),
+    ("record_all_x", ("ResNet", "GPT", "MLP"), "<=", 2.0, 'record(keep="all") / f+b'),
+    ("end_to_end_vs_torchlens", ("ResNet",), ">=", 6.0, "trace+record+render vs torchlens"),
+    ("peak_summary_x", ("ResNet", "GPT", "MLP"), "<=", 1.05, "peak memory, summaries / bare"),
+]
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for key, names, op, goal, title in TARGETS:
+        for row in rows:
+            if not any(row["workload"].startswith(n) for n in names):
+                continue
+            value = row.get(key)
+            met = None if value is None else (value >= goal if op == ">=" else value <= goal)
+            out.append(
+                {
+                    "target": title,
+                    "workload": row["workload"],
+                    "goal": f"{op} {goal}",
+                    "value": value,
+                    "met": met,
+                }
+            )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", default="all", help="run workloads whose name has this")
+    parser.add_argument("--json", default="out/bench.json")
+    args = parser.parse_args(argv)
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    started = time.perf_counter()
+    works = build(args.only)
+    rows = []
+    for work in works:
+        print(f"-- {work.name}", file=sys.stderr, flush=True)
+        rows.append(measure(work, args.repeat))
+    if torchlens is not None:
+        for work, row in zip(works, rows, strict=True):
+            if work.model is not None:
+                print(f"-- torchlens: {work.name}", file=sys.stderr, flush=True)
+                measure_torchlens(work, row, max(3, args.repeat // 2))
+
+    print(table(rows))
+    checks = verdicts(rows)
+    print()
+    for check in checks:
+        mark = {True: "met", False: "MISSED", None: "n/a"}[check["met"]]
+        value = "-" if check["value"] is None else f"{check['value']:.2f}"
+        print(f"{mark:6} {check['target']} [{check['workload']}]: {value} (goal {check['goal']})")
+    for row in rows:
+        for key in ("torchviz_error", "torchlens_error"):
+            if key in row:
+                print(f"note: {row['workload']}: {key.split('_')[0]} failed: {row[key]}")
+    if torchlens is None:
+        print(f"note: torchlens not measured: {TORCHLENS_MISSING}")
+    elapsed = time.perf_counter() - started
+    print(f"\n{len(rows)} workloads in {elapsed:.0f} s; memory: {MEMORY_METHOD}")
+
+    machine = {
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": _cpu_model(),
+        "graphviz_dot": _dot_version(),
+        "torchviz": _version("torchviz"),
+        "torchlens": _version("torchlens") if torchlens is not None else None,
+        "torchlens_missing": TORCHLENS_MISSING or None,
+    }
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "machine": machine,
+                "repeat": args.repeat,
+                "seconds": elapsed,
+                "memory_method": MEMORY_METHOD,
+                "rows": rows,
+                "targets": checks,
+            },
+            indent=1,
+        )
+    )
+    print(f"wrote {path}")
+    return 0
+
+
+def _version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _dot_version() -> str | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(["dot", "-V"], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return (done.stderr or done.stdout).strip()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""The benchmark's workloads: each builds a fresh forward pass and returns its loss.
+
+Models are built once (``Workload.model``), and every call of ``Workload.forward()`` runs a
+new forward pass, so each measurement gets its own live graph. No torchvision here: the
+ResNet-50 bottleneck blocks and the GPT-style decoder are written out by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from gradviz.lessons import LESSONS
+
+
+@dataclass
+class Workload:
+    name: str
+    forward: Callable[[], torch.Tensor]  # a fresh forward pass: returns the scalar loss
+    model: nn.Module | None = None  # the model, for peers that need one (torchlens)
+    inputs: tuple[torch.Tensor, ...] = ()
+    loss_of: Callable[[torch.Tensor], torch.Tensor] | None = None  # model output -> loss
+    kind: str = "model"  # "lesson", "model" or "synthetic"
+
+    def zero_grad(self) -> None:
+        if self.model is not None:
+            for param in self.model.parameters():
+                param.grad = None
+
+
+# -- ResNet-50 -----------------------------------------------------------------------------
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1) -> None:
+        super().__init__()
+        width = planes
+        out = planes * self.expansion
+        self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, out, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(out)
+        self.downsample: nn.Module | None = None
+        if stride != 1 or inplanes != out:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)))
+        y = self.bn3(self.conv3(y))
+        return F.relu(y + identity)
+
+
+class ResNet50(nn.Module):
+    def __init__(self, classes: int = 1000) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+        layers: list[nn.Module] = []
+        inplanes = 64
+        for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for index in range(blocks):
+                layers.append(Bottleneck(inplanes, planes, stride if index == 0 else 1))
+                inplanes = planes * Bottleneck.expansion
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(inplanes, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        x = self.layers(x)
+        x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
+        return self.fc(x)
+
+
+# -- a GPT-style decoder ---------------------------------------------------------------------
+class GPT(nn.Module):
+    """Token + position embeddings, six pre-norm causal self-attention blocks, an LM head."""
+
+    def __init__(self, vocab: int = 512, d_model: int = 256, layers: int = 6, seq: int = 32):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, d_model)
+        self.positions = nn.Embedding(seq, d_model)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                d_model,
+                nhead=8,
+                dim_feedforward=4 * d_model,
+                dropout=0.0,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1])
+        x = self.tokens(ids) + self.positions(positions)
+        for block in self.blocks:
+            x = block(x, src_mask=self.mask, is_causal=True)
+        return self.head(self.norm(x))
+
+
+def _mlp(layers: int = 100, width: int = 64) -> nn.Module:
+    parts: list[nn.Module] = []
+    for _ in range(layers):
+        parts += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*parts)
+
+
+# -- synthetic graphs ------------------------------------------------------------------------
+def synthetic(nodes: int) -> Callable[[], torch.Tensor]:
+    """A residual-style graph with about ``nodes`` backward nodes: blocks of mul/add/tanh with
+    a skip connection and a fresh leaf every few blocks, so it is neither a chain nor a tree.
+    """
+    # one block: 3 MulBackward0, TanhBackward0, 2 AddBackward0 (about 6 nodes with the
+    # extra skip every 4th block and an AccumulateGrad per 4 blocks)
+    blocks = max(1, round(nodes / 5.5))
+    leaves = [torch.full((4,), 0.5 + i * 1e-3, requires_grad=True) for i in range(blocks // 4 + 1)]
+
+    def forward() -> torch.Tensor:
+        h = torch.ones(4, requires_grad=True) * 0.1
+        for i in range(blocks):
+            w = leaves[i // 4]
+            h = 0.5 * h + torch.tanh(h * w) + (0.1 * h if i % 4 == 0 else 0.0)
+        return h.sum()
+
+    return forward
+
+
+def build(set_name: str = "all") -> list[Workload]:
+    torch.manual_seed(0)
+    work: list[Workload] = []
+    for item in LESSONS:
+
+        def lesson_forward(item: object = item) -> torch.Tensor:
+            roots = item.build().roots  # type: ignore[attr-defined]
+            return roots[0]
+
+        work.append(Workload(f"lesson {item.slug}", lesson_forward, kind="lesson"))
+
+    mlp = _mlp()
+    mlp_x = torch.randn(16, 64)
+    work.append(
+        Workload("MLP 100 layers", lambda: mlp(mlp_x).square().mean(), mlp, (mlp_x,), _mean_sq)
+    )
+
+    resnet = ResNet50()
+    image = torch.randn(1, 3, 64, 64)
+    work.append(
+        Workload("ResNet-50 64x64", lambda: _mean_sq(resnet(image)), resnet, (image,), _mean_sq)
+    )
+
+    gpt = GPT()
+    ids = torch.randint(0, 512, (1, 32), generator=torch.Generator().manual_seed(0))
+    work.append(
+        Workload("GPT 6x256 seq32", lambda: gpt(ids).square().mean(), gpt, (ids,), _mean_sq)
+    )
+    for size in (1000, 3000, 10000):
+        work.append(Workload(f"synthetic {size}", synthetic(size), kind="synthetic"))
+    if set_name != "all":
+        work = [w for w in work if set_name.lower() in w.name.lower()]
+    return work
+
+
+def _mean_sq(out: torch.Tensor) -> torch.Tensor:
+    return out.square().mean()
