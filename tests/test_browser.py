@@ -263,6 +263,21 @@ def jupyterlab(tmp: Path) -> Iterator[str]:
         log.close()
 
 
+def _kernel_sees(page: Any, code: str, expected: str) -> str:
+    """What the kernel prints for ``code`` once it has caught up with the front end.
+
+    ipywidgets holds back a model's updates while earlier ones are in flight, so a request
+    sent right after fast clicks can overtake the last update: ask again until it agrees.
+    """
+    seen = ""
+    for _ in range(50):
+        seen = page.evaluate(KERNEL_EXEC, code)
+        if seen == expected:
+            break
+        page.wait_for_timeout(100)
+    return str(seen)
+
+
 def _active(root: Any) -> list[str | None]:
     return [a.get_attribute("id") for a in root.query_selector_all("svg .gv_active")]
 
@@ -275,7 +290,7 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
     errors: list[str] = []
     with jupyterlab(tmp_path / "lab") as url, chromium(tmp_path / "profile") as context:
         page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
         page.set_default_timeout(90_000)
         page.goto(url)
         page.wait_for_function(
@@ -292,13 +307,12 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
         timings = [page.evaluate(TIMED_CLICK, [first, ".gv-next"])]
         assert _active(first) == [f"{prefix}_{order[0]}"]
         assert second.get_attribute("data-step") == "0" and _active(second) == []  # no collision
-        assert page.evaluate(KERNEL_EXEC, "print(stepper.step)") == "1"
+        assert _kernel_sees(page, "print(stepper.step)", "1") == "1"
         for _ in range(3):
             timings.append(page.evaluate(TIMED_CLICK, [first, ".gv-next"]))
         assert _active(first) == [f"{prefix}_{order[3]}"]
-        assert page.evaluate(KERNEL_EXEC, "print(stepper.step, stepper.frame.active)") == (
-            f"4 {order[3]}"
-        )
+        code, expected = "print(stepper.step, stepper.frame.active)", f"4 {order[3]}"
+        assert _kernel_sees(page, code, expected) == expected
 
         page.evaluate(KERNEL_EXEC, "stepper.step = 6")  # Python moves the front end
         page.wait_for_function("(root) => root.dataset.step === '6'", arg=first)
@@ -313,12 +327,14 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
         )
         timings.append(page.evaluate(TIMED_CLICK, [first, ".gv-next"]))
         assert first.get_attribute("data-step") == "6"
-        assert page.evaluate(KERNEL_EXEC, "print(stepper.step)") == "6"
+        assert _kernel_sees(page, "print(stepper.step)", "6") == "6"
 
         page.evaluate(
             "() => window.jupyterapp.commands.execute('apputils:change-theme',"
             " {theme: 'JupyterLab Dark'})"
         )
         page.wait_for_function("(root) => root.classList.contains('gv-dark')", arg=first)
-    assert not [e for e in errors if "gv" in e or "stepper" in e], errors
+    if errors:  # JupyterLab's own errors are shown, not failed on; ours come from a blob:
+        print("\npage errors:", *errors, sep="\n  ")
+    assert not [e for e in errors if "blob:" in e], errors  # anywidget loads our ESM as a blob
     report_latency("JupyterLab widget", timings)
