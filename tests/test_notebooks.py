@@ -22,6 +22,7 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 KERNEL_NAME = "gradviz-tests"
 CELL_TIMEOUT = 120  # seconds per cell; each notebook takes a few seconds in all
+CHECK = "## Check against PyTorch"
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -43,6 +44,9 @@ def kernel_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JUPYTER_PATH", str(data_dir))
         patch.setenv("JUPYTER_PLATFORM_DIRS", "1")  # no deprecation warning from jupyter_core
+        # connection files and IPython's history stay out of the user's home
+        patch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path_factory.mktemp("jupyter-runtime")))
+        patch.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
         yield KERNEL_NAME
 
 
@@ -67,6 +71,17 @@ def test_notebook_is_committed_clean(path: Path) -> None:
         assert "execution" not in cell.metadata, f"{where} has execution timing metadata"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_notebook_checks_against_pytorch(path: Path) -> None:
+    """Each notebook ends with a visible check section whose cells assert."""
+    cells = nbformat.read(path, as_version=4).cells
+    headings = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and CHECK in c.source]
+    assert headings, f"{path.name} has no '{CHECK}' section"
+    checks = [c.source for c in cells[headings[-1] :] if c.cell_type == "code"]
+    assert any("assert " in source for source in checks), f"{path.name}: the checks assert nothing"
+
+
+@pytest.mark.slow
 @pytest.mark.needs_dot
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def test_notebook_runs(path: Path, kernel_name: str, tmp_path: Path) -> None:
