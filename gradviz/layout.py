@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import shutil
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import graphviz
 
-from gradviz.errors import GradvizError, GraphvizNotFound
+from gradviz import biglayout
+from gradviz.errors import GradvizError, GradvizWarning, GraphvizNotFound
 from gradviz.theme import Theme
 
 if TYPE_CHECKING:
@@ -26,11 +28,32 @@ def dot_available() -> bool:
 
 
 def run_dot(dot_text: str, fmt: str = "svg", engine: str = "dot") -> bytes:
-    """Lay out DOT text with Graphviz and return the rendered bytes."""
+    """Lay out DOT text with Graphviz and return the rendered bytes.
+
+    With the default ``engine="dot"``, graphs of more than
+    ``gradviz.biglayout.LARGE_GRAPH_NODES`` nodes are laid out by gradviz's fast layered
+    layout and drawn by ``neato -n`` instead (``dot`` would take tens of seconds); a
+    ``GradvizWarning`` says so.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
+    no_op = None
+    if engine == "dot":
+        nodes = biglayout.count_nodes(dot_text)
+        if nodes > biglayout.LARGE_GRAPH_NODES:
+            warnings.warn(
+                f"this graph has {nodes} nodes, more than Graphviz dot lays out quickly "
+                f"(gradviz.biglayout.LARGE_GRAPH_NODES = {biglayout.LARGE_GRAPH_NODES}): "
+                "gradviz placed the nodes in layers itself and drew straight edges. "
+                "fold=True draws repeated blocks once; raise LARGE_GRAPH_NODES to force dot.",
+                GradvizWarning,
+                stacklevel=2,
+            )
+            dot_text, engine, no_op = biglayout.place(dot_text), "neato", 1
     try:
-        out: bytes = graphviz.pipe(engine, fmt, dot_text.encode("utf-8"), quiet=True)
+        out: bytes = graphviz.pipe(
+            engine, fmt, dot_text.encode("utf-8"), neato_no_op=no_op, quiet=True
+        )
     except graphviz.ExecutableNotFound as error:
         raise GraphvizNotFound(str(error)) from None
     except graphviz.CalledProcessError as error:
