@@ -129,7 +129,8 @@ export function mount(el, model) {
   const css = model.get("css");
   const schedule = data.schedule;
   const last = data.count - 1;
-  const id = `gvs${++mounted}`;
+  // unique even if the module is loaded twice on one page (the scoped stylesheet uses it)
+  const id = `gvs${++mounted}-${Math.random().toString(36).slice(2, 8)}`;
   const cleanups = [];
 
   const root = element("div", "gv-stepper");

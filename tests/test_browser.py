@@ -161,11 +161,26 @@ def test_standalone_replay(ten_ops: Recording, tmp_path: Path) -> None:
         assert re.search(rf'id="{active_id}" class="[^"]*\bgv_active\b', svg)
         assert ".gv_active" in svg and svg.lstrip().startswith("<svg")
 
+        labels = root.query_selector(".gv-labels input")
+        labels.uncheck()
+        assert not any(page.evaluate(READ_LABELS, root).values())
+        labels.check()
+        home = root.query_selector("svg").get_attribute("viewBox")
+        root.query_selector(".gv-btn[title^='Zoom in']").click()
+        assert root.query_selector("svg").get_attribute("viewBox") != home
+        root.query_selector(".gv-fit").click()
+        assert root.query_selector("svg").get_attribute("viewBox") == home
+
         root.query_selector(".gv-view").select_option("combined")
         check(3)
         assert [a.get_attribute("id") for a in root.query_selector_all("svg .gv_active")] == [
             active_id
         ]
+        root.query_selector(".gv-speed").select_option("4")
+        root.query_selector(".gv-play").click()  # plays to the end, then stops by itself
+        page.wait_for_function(f"(root) => root.dataset.step === '{last}'", arg=root)
+        page.wait_for_function("(root) => !root.classList.contains('gv-playing')", arg=root)
+        check(last)
     assert not errors
     local = ("file:", "data:", "blob:")  # blob: is the download, made in the page itself
     assert [url for url in requests if not url.startswith(local)] == []
