@@ -39,6 +39,9 @@ class RenderOptions:
     modules: bool = False  # cluster nodes and ops by the nn.Module that created them
     collapse_depth: int | None = None  # draw modules this deep (0: top level) as one box
     marks: tuple[str, ...] = ()  # node / tensor / forward-tensor ids to draw marked
+    # draw runs of identical blocks as one "N × block" box (gradviz.fold); an int sets
+    # the fewest repeats that fold (True: 2)
+    fold: bool | int = False
 
     @classmethod
     def make(cls, **options: Any) -> RenderOptions:
@@ -88,6 +91,12 @@ def svg_ids(prefix: str) -> dict[str, str]:
 def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
     """The whole graph as DOT text; deterministic for the same graph and options."""
     options = options or RenderOptions()
+    if options.fold:
+        if options.view == "forward":
+            raise ValueError("fold= draws the backward graph; use view='backward' with it")
+        from gradviz.fold import fold_graph
+
+        graph = fold_graph(graph, 2 if options.fold is True else int(options.fold))
     if options.view == "forward" or graph.forward is not None or options.modules or options.marks:
         from gradviz.render_forward import forward_aware_dot  # views that use watch() data
 
@@ -149,6 +158,10 @@ class _DotWriter:
 
     def _node(self, node: Node) -> None:
         rows = [f"<B>{html_text(node.type_name)}</B>"]
+        folded = getattr(node, "contents", None)  # a gradviz.fold.FoldedNode
+        if folded:
+            for line in folded.split("\n"):
+                rows.append(f'<FONT POINT-SIZE="9">{html_text(line)}</FONT>')
         if self.options.saved:
             if node.saved_freed:
                 rows.append('<FONT POINT-SIZE="9"><I>saved values freed by backward</I></FONT>')
@@ -162,9 +175,10 @@ class _DotWriter:
             f"  {node.id} "
             + _attrs(
                 id=f"{self.prefix}_{node.id}",
-                class_="gv_node",
+                class_="gv_node gv_fold" if folded else "gv_node",
                 shape="box",
                 label=label,
+                peripheries=2 if folded else None,
                 **style,
             )
             + ";"
