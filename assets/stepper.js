@@ -257,14 +257,17 @@ export function mount(el, model) {
     head.append(element("span", "gv-panel-index", index === 0 ? "seed" : `step ${index}`));
     head.append(element("span", "gv-panel-type", step.type || ""));
     parts.push(head);
-    const op = step.op || step.forward_op || step.forward;
-    if (op) parts.push(row("forward op", typeof op === "string" ? op : JSON.stringify(op)));
+    if (step.forward) parts.push(row("forward op", String(step.forward)));
+    else if (step.op && index > 0) parts.push(row("op", String(step.op)));
     if (step.received && step.received.length) parts.push(list("received", step.received.map(String)));
     if (step.sent && step.sent.length) {
       parts.push(list("sent", step.sent.map((s) => `${s.slot} → ${s.to}: ${s.value}`)));
     }
     parts.push(element("p", "gv-narration", step.narration || ""));
     if (step.flow_ok === false) parts.push(element("p", "gv-warning", "flow check failed"));
+    if (step.checked === false) {
+      parts.push(element("p", "gv-warning", "the formula does not match the recorded numbers"));
+    }
     panel.replaceChildren(...parts);
   }
 
