@@ -39,8 +39,11 @@ class SourceLine:
     text: str
 
     def short(self) -> str:
-        base = self.filename.replace("\\", "/").rsplit("/", 1)[-1]
-        return f"{base}:{self.lineno}"
+        """'model.py:12', or 'cell line 3' for code typed into a notebook cell."""
+        path = self.filename.replace("\\", "/")
+        if "/ipykernel_" in path or path.startswith("<ipython-input-"):
+            return f"cell line {self.lineno}"
+        return f"{path.rsplit('/', 1)[-1]}:{self.lineno}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -298,3 +298,11 @@ def test_names_in_a_notebook_cell() -> None:
     assert isinstance(w, gradviz.Watch)
     assert w.forward.names() == ["p", "q", "r", "s"]
     assert w.forward.ops[-1].line is not None and w.forward.ops[-1].line.text == "s = q + r"
+
+
+def test_source_lines_of_notebook_cells_read_as_cell_lines() -> None:
+    from gradviz.forward import SourceLine
+
+    cell = SourceLine("/tmp/ipykernel_4242/404010650.py", 6, "<module>", "c = a * b")
+    assert cell.short() == "cell line 6"
+    assert SourceLine("/home/u/model.py", 12, "f", "y = x").short() == "model.py:12"
