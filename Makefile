@@ -16,6 +16,7 @@ help:
 	@echo "make test   set up, then ruff, mypy --strict and the whole pytest suite"
 	@echo "make lab    set up, then open JupyterLab on notebooks/"
 	@echo "make assets regenerate the example diagrams in assets/"
+	@echo "make bench  set up, install torchviz/torchlens, compare speed and memory ($(OUT)/bench.json)"
 
 # The venv is rebuilt when pyproject.toml, this Makefile or TORCH_SPEC change.
 $(VENV)/.torch-spec: FORCE
@@ -63,6 +64,29 @@ lab: setup
 assets: setup
 	@echo "==> regenerating the example diagrams in assets/"
 	$(BIN)/python -m gradviz.demo --assets assets
+
+# The peers gradviz is measured against; each is installed only if pip's plan pulls no
+# other torch (nor CUDA packages): the benchmark notes a peer that is missing.
+BENCH_PEERS ?= torchviz torchlens
+BENCH_ARGS ?=
+
+bench: setup
+	@echo "==> installing the benchmark's peers: $(BENCH_PEERS)"
+	@for peer in $(BENCH_PEERS); do \
+		plan=$$($(BIN)/python -m pip install --dry-run --quiet --disable-pip-version-check \
+			--report - $$peer 2>/dev/null | $(BIN)/python -c 'import json, sys; \
+			print(" ".join(i["metadata"]["name"].lower() for i in json.load(sys.stdin)["install"]))' \
+			2>/dev/null) || { echo "    $$peer: cannot be resolved here, skipped"; continue; }; \
+		case " $$plan " in \
+			*" torch "*|*" nvidia-"*|*" triton "*) \
+				echo "    $$peer: would pull another torch ($$plan), skipped";; \
+			"  ") echo "    $$peer: installed";; \
+			*) $(BIN)/python -m pip install --quiet --disable-pip-version-check $$peer \
+				&& echo "    $$peer: installed ($$plan)";; \
+		esac; \
+	done
+	@echo "==> benchmark (torch on one thread; medians; a few minutes)"
+	$(BIN)/python tests/benchmarks/bench.py --json $(OUT)/bench.json $(BENCH_ARGS)
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -219,9 +219,10 @@ def measure(work: Workload, repeat: int) -> dict[str, Any]:
     row["peak_bare_mib"] = median_peak(bare, mem_rep, zero)
     for keep in ("summary", "all"):
         row[f"peak_{keep}_mib"] = median_peak(recorded(keep), mem_rep, zero)
-    base = max(row["peak_bare_mib"], 1e-9)
-    row["peak_summary_x"] = row["peak_summary_mib"] / base
-    row["peak_all_x"] = row["peak_all_mib"] / base
+    base = row["peak_bare_mib"]
+    small = base < 1.0  # below RSS resolution (pages, allocator slack): no ratio
+    row["peak_summary_x"] = None if small else row["peak_summary_mib"] / base
+    row["peak_all_x"] = None if small else row["peak_all_mib"] / base
     zero()
     return row
 
