@@ -104,26 +104,8 @@ def _scalar_text(value: object) -> tuple[bool | int | float | str | None, str]:
 
 
 def _op_name(func: Any) -> str:
-    name = str(getattr(func, "__name__", None) or repr(func))
-    if name.startswith("__") and name.endswith("__") and name not in ("__getitem__",):
-        return name  # __setitem__, __rsub__, ...
-    return name
-
-
-_ARITHMETIC = frozenset(
-    (
-        "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "true_divide", "pow",
-        "pow_", "rsub", "__rsub__", "__radd__", "__rmul__", "__rtruediv__", "__rdiv__",
-        "__rpow__", "__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__iadd__",
-        "__isub__", "__imul__", "__itruediv__", "clamp", "clamp_", "clamp_min", "clamp_max",
-        "fill_", "masked_fill", "masked_fill_", "where", "maximum", "minimum",
-    )
-)  # fmt: skip
-
-
-def is_arithmetic(op_name: str) -> bool:
-    """Ops whose Python-number arguments are drawn as small constants in the forward view."""
-    return op_name in _ARITHMETIC
+    """``mul``, ``add_``, ``__setitem__``, ...: the name the op has in Python."""
+    return str(getattr(func, "__name__", None) or repr(func))
 
 
 class _Mode(TorchFunctionMode):
