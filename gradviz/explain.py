@@ -22,7 +22,7 @@ import torch
 
 from gradviz import _autograd
 from gradviz.graph import Edge, Graph, Node, Role, Summary, format_number
-from gradviz.recording import GradValue, Recording, Step, value_text
+from gradviz.recording import GradValue, Recording, Step, _same_sum, value_text
 
 __all__ = ["Explanation", "Formula", "Term", "describe_step", "explain_step", "narrate", "show"]
 
@@ -170,7 +170,8 @@ class _Ctx:
     syms: list[str]
     grads: list[Tensor | None]
     sent: list[Tensor | None]
-    fallback: bool = False  # True when some input has no name and got a letter (x, y)
+    fallback: bool = False  # True when some input has no name and got a placeholder (u, const)
+    placeholders: dict[str, str] = field(default_factory=dict)  # 'u' -> what it stands for
     names_only: bool = False  # building an expression: no saved tensors needed
     _saved: dict[str, object] | None = field(default=None, repr=False)
 
@@ -319,6 +320,20 @@ def _mul(ctx: _Ctx) -> Formula:
     return _elementwise(ctx, "mul", f"{_paren(x)}·{_paren(y)}", rules)
 
 
+def _scalar_other(ctx: _Ctx, op: str) -> Formula:
+    """``x·c`` and ``x/c`` with a Python number c (``MulBackward1``, ``DivBackward1``): what
+    autograd's own backward formulas record, e.g. the ``2·`` in the gradient of ``x**2``."""
+    c = ctx.number("other")
+    x = ctx.sym(0)
+    if c is None:
+        raise ValueError("the number was not saved")
+    one = torch.tensor(1.0, dtype=torch.float64)
+    number = _paren(format_number(c))
+    if op == "mul":
+        return _elementwise(ctx, op, f"{_paren(x)}·{number}", {0: (format_number(c), one * c)})
+    return _elementwise(ctx, op, f"{_paren(x)}/{number}", {0: (f"1/{number}", one / c)})
+
+
 def _div(ctx: _Ctx) -> Formula:
     x, y = ctx.sym(0), ctx.sym(1)
     a, b = ctx.saved("self"), ctx.saved("other")
@@ -354,7 +369,9 @@ def _pow_scalar(ctx: _Ctx) -> Formula:
         return _elementwise(ctx, "pow", f"{x}^p", {0: ("p·x^(p-1)", None)})
     local = None if base is None else p * base.pow(p - 1)
     rule = "0" if p == 0 else f"{format_number(p)}·{_power(x, p - 1)}" if p != 1 else "1"
-    return _elementwise(ctx, "pow", _power(x, p), {0: (rule, local)})
+    # x**1 is a new tensor (autograd's backward of x**2 makes one): never just "x"
+    expr = f"{_paren(x)}¹" if p == 1 else _power(x, p)
+    return _elementwise(ctx, "pow", expr, {0: (rule, local)})
 
 
 def _pow_tensor(ctx: _Ctx) -> Formula:
@@ -665,6 +682,8 @@ FORMULAS: dict[str, Callable[[_Ctx], Formula]] = {
     "RsubBackward1": _rsub,
     "MulBackward0": _mul,
     "DivBackward0": _div,
+    "MulBackward1": lambda ctx: _scalar_other(ctx, "mul"),
+    "DivBackward1": lambda ctx: _scalar_other(ctx, "div"),
     "NegBackward0": _neg,
     "PowBackward0": _pow_scalar,
     "PowBackward1": _pow_tensor,
@@ -711,8 +730,8 @@ FORMULAS: dict[str, Callable[[_Ctx], Formula]] = {
 # where the value of an input is saved when the input itself is a constant (for its name)
 _OPERAND_SAVED: dict[str, dict[int, str]] = {
     "MulBackward0": {0: "self", 1: "other"},
-    "DivBackward0": {1: "other"},
-    "PowBackward1": {1: "exponent"},
+    "DivBackward0": {0: "self", 1: "other"},
+    "PowBackward1": {0: "self", 1: "exponent"},
     "MmBackward0": {0: "self", 1: "mat2"},
     "AddmmBackward0": {1: "mat1", 2: "mat2"},
 }
@@ -754,21 +773,108 @@ def _target(graph: Graph, edge: Edge) -> str:
     return node.type_name
 
 
-def _constant_name(graph: Graph, value: object) -> str | None:
-    """An off-graph operand: the one named constant with its value, else the value itself."""
-    tensor = _as_tensor(value)
+def _same_storage(a: object, b: object) -> bool | None:
+    """Whether two live tensors are one tensor's data; None when that cannot be told."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or not a.numel() or not b.numel():
+        return None
+    try:
+        return bool(a.data_ptr() == b.data_ptr() and a.shape == b.shape)
+    except RuntimeError:
+        return None
+
+
+def _constant_name(ctx: _Ctx, saved: str) -> str | None:
+    """An off-graph operand the node saved: the one named constant with its value, else the
+    value itself. A named constant that is provably another tensor (the live saved value lives
+    elsewhere, e.g. the ones of a seed saved by a gradient's graph) is not it."""
+    graph = ctx.recording.graph
+    tensor = _as_tensor(ctx.saved_raw(saved))
     if tensor is None:
         return None
+    raw, live = ctx.saved_raw(saved), ctx._live().get(saved)
+    dtype = _dtype(raw) or _dtype(live)
     matches = []
     for record in graph.tensors:
         data = None if record.data is None else _as_tensor(record.data)
         if record.role is not Role.CONSTANT or not record.name or data is None:
             continue
-        if data.shape == tensor.shape and torch.equal(data, tensor):
-            matches.append(record.name)
+        if data.shape != tensor.shape or not torch.equal(data, tensor):
+            continue
+        # a Python number (x * 2) is saved as an int64 or float64 tensor: not a float32 constant
+        if dtype is not None and dtype != record.dtype:
+            continue
+        if _same_storage(live, record.tensor) is False:
+            continue
+        matches.append(record.name)
     if len(matches) == 1:
         return matches[0]
     return format_number(float(tensor)) if tensor.numel() == 1 else None
+
+
+def _dtype(value: object) -> str | None:
+    if isinstance(value, Summary):
+        return value.dtype
+    if isinstance(value, Tensor):
+        return str(value.dtype).removeprefix("torch.")
+    return None
+
+
+def _forward_operand(ctx: _Ctx, slot: int) -> tuple[bool, str | None]:
+    """What ``gradviz.watch()`` saw in an off-graph slot: (True, its name, or the Python
+    number's value, or None for an unnamed tensor), or (False, None) when it cannot tell.
+
+    Only for a node its forward op made directly, whose positional operands line up with
+    the node's inputs (``add(s, bias)`` → AddBackward0's slots 0 and 1)."""
+    graph, node = ctx.recording.graph, ctx.node
+    forward = graph.forward
+    op = None if forward is None else forward.op_for_node(node.id)
+    if forward is None or op is None or node.sequence_nr not in op.grad_fn_seqs:
+        return False, None
+    operands = [arg for arg in op.inputs if arg.position.isdigit()]
+    if len(operands) != len(ctx.edges) or slot >= len(operands):
+        return False, None
+    arg = operands[slot]
+    if arg.tensor is None:
+        number = arg.value
+        if isinstance(number, int | float) and not isinstance(number, bool):
+            return True, format_number(float(number))
+        return False, None
+    item = forward.tensor(arg.tensor)
+    if item.requires_grad:
+        return False, None
+    linked = {f: r for r, f in forward.tensor_links.items()}
+    records = {record.id: record for record in graph.tensors}
+    record = records.get(linked.get(item.id, ""))
+    name = record.name if record is not None and record.name else item.name
+    return True, name if name and _fits(tuple(item.shape), _output_shape(ctx)) else None
+
+
+def _fits(shape: tuple[int, ...], out: tuple[int, ...] | None) -> bool:
+    """Whether an operand of this shape can broadcast into an output of shape ``out``."""
+    if out is None:
+        return True
+    if len(shape) > len(out):
+        return False
+    return all(n in (1, m) for n, m in zip(reversed(shape), reversed(out), strict=False))
+
+
+def _output_shape(ctx: _Ctx) -> tuple[int, ...] | None:
+    grads = ctx.step.grad_outputs
+    value = grads[0] if len(grads) == 1 else None
+    return None if value is None else tuple(value.shape)
+
+
+def _unkept_constant(ctx: _Ctx) -> str | None:
+    """The name of an off-graph operand the node did not save (``y = s + bias``: AddBackward0
+    keeps only alpha), without ``gradviz.watch()``: only when it is the one named constant of
+    the graph and its shape fits the output. (A Python number, ``s + 0.25``, leaves no trace
+    to tell it from that constant; under ``watch()`` the forward op tells.)
+    """
+    graph = ctx.recording.graph
+    constants = [t for t in graph.tensors if t.role is Role.CONSTANT and t.name]
+    if len(constants) != 1 or not _fits(tuple(constants[0].shape), _output_shape(ctx)):
+        return None
+    return constants[0].name
 
 
 def _expression(recording: Recording, node_id: str, depth: int) -> str | None:
@@ -791,11 +897,48 @@ def _expression(recording: Recording, node_id: str, depth: int) -> str | None:
     return expr
 
 
+_PLACEHOLDERS = ("u", "v", "w", "p", "q", "r", "s")
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _fresh(candidates: tuple[str, ...], used: set[str]) -> str:
+    """The first candidate no tensor is called, else the first with a subscript: 'u₂'.
+
+    Never a prime: 'x′' reads as a derivative (and as the real x) in a lesson on them."""
+    for candidate in candidates:
+        if candidate not in used:
+            return candidate
+    number = 2
+    while f"{candidates[0]}{number}".translate(_SUBSCRIPTS) in used:
+        number += 1
+    return f"{candidates[0]}{number}".translate(_SUBSCRIPTS)
+
+
+def _stands_for(graph: Graph, edge: Edge) -> str:
+    """What a placeholder symbol is: 'an unnamed constant', 'the unnamed output of X'."""
+    if edge.dst is None:
+        return "an unnamed constant"
+    node = graph.node(edge.dst)
+    if node.is_accumulate_grad:
+        return "an unnamed leaf"
+    if graph.is_multi_output(node.id):
+        return f"output {edge.input_nr} of {node.type_name}, unnamed"
+    return f"the unnamed output of {node.type_name}"
+
+
+def _known_names(graph: Graph) -> set[str]:
+    names = {t.name for t in graph.tensors if t.name}
+    if graph.forward is not None:
+        names |= set(graph.forward.names())
+    return names
+
+
 def _symbols(ctx: _Ctx, depth: int) -> list[str]:
     """A symbol per input slot: the tensor's name or expression, a named constant, a value,
-    or a letter (x, y) when nothing better is known."""
+    or, when nothing better is known, a placeholder that is nobody's name ('u', 'const'),
+    whose meaning goes to ``ctx.placeholders``."""
     graph, kind = ctx.recording.graph, ctx.node.type_name
-    fallback = _FALLBACK_SYMBOLS.get(kind, ("x", "y", "z"))
+    fallback = _FALLBACK_SYMBOLS.get(kind, ())
     names: list[str | None] = []
     for edge in ctx.edges:
         name = None
@@ -805,17 +948,27 @@ def _symbols(ctx: _Ctx, depth: int) -> list[str]:
                 name = _expression(ctx.recording, edge.dst, depth)
         else:
             saved = _OPERAND_SAVED.get(kind, {}).get(edge.slot)
-            name = None if saved is None else _constant_name(graph, ctx.saved_raw(saved))
+            known, name = _forward_operand(ctx, edge.slot)
+            if not known:
+                name = _unkept_constant(ctx) if saved is None else _constant_name(ctx, saved)
+            elif name is None and saved is not None:  # an unnamed tensor: its value, if one
+                value = _as_tensor(ctx.saved_raw(saved))
+                scalar = value is not None and value.numel() == 1
+                name = format_number(float(value)) if value is not None and scalar else None
         names.append(name)
-    used = {n for n in names if n} | {t.name for t in graph.tensors if t.name}
+    used = {n for n in names if n} | _known_names(graph)
     out = []
-    for slot, name in enumerate(names):
+    for edge, name in zip(ctx.edges, names, strict=True):
         if name is None:
             ctx.fallback = True
-            name = fallback[slot] if slot < len(fallback) else f"x{slot}"
-            while name in used:
-                name += "′"
+            if edge.dst is None:
+                candidates: tuple[str, ...] = ("const",)
+            else:
+                own = fallback[edge.slot : edge.slot + 1]
+                candidates = own + tuple(c for c in _PLACEHOLDERS if c not in own)
+            name = _fresh(candidates, used)
             used.add(name)
+            ctx.placeholders[name] = _stands_for(graph, edge)
         out.append(name)
     return out
 
@@ -841,19 +994,46 @@ def _streams(recording: Recording, step: Step, nr: int) -> list[tuple[str, GradV
 
 
 def _received(recording: Recording, step: Step, outputs: list[str | None]) -> str:
-    """'∂k/∂i = 10 from MulBackward0 + 8 from AddBackward0 = 18' for each output."""
+    """'∂k/∂i = 10 from MulBackward0 + 8 from AddBackward0 = 18' for each output.
+
+    When a hook changed the gradient on the way, what arrived is not the sum of what was
+    sent: then it says what arrived, what the producers sent and their sum, and no ∂ label
+    (the changed value is not the derivative of anything the graph computed).
+    """
     root = _root_name(recording.graph)
     parts = []
     for nr, value in enumerate(step.grad_outputs):
         if value is None:
             continue
         label = outputs[nr] if nr < len(outputs) else None
-        text = "" if label is None else f"∂{root}/∂{label} = "
         streams = _streams(recording, step, nr)
+        if not _same_sum(value, [v for _, v in streams]):
+            parts.append(_changed(value, streams, label))
+            continue
+        text = "" if label is None else f"∂{root}/∂{label} = "
         if len(streams) > 1:
             text += " + ".join(f"{show(v)} from {who}" for who, v in streams) + " = "
         parts.append(text + show(value))
     return ", ".join(parts) or "nothing"
+
+
+def _changed(value: GradValue, streams: list[tuple[str, GradValue]], label: str | None) -> str:
+    """'[60, 120], not what was sent towards y ([3, 6] from A + [3, 6] from B = [6, 12]): ...'."""
+    towards = "" if label is None else f" towards {label}"
+    if not streams:
+        return f"{show(value)}, though nothing was sent{towards}: something changed it on the way"
+    sent = " + ".join(f"{show(v)} from {who}" for who, v in streams)
+    tensors = [_as_tensor(v) for _, v in streams]
+    if len(streams) > 1:
+        if all(t is not None for t in tensors):
+            total = functools.reduce(lambda a, b: a + b, [t for t in tensors if t is not None])
+            sent += f" = {show(total)}"
+        else:
+            sent = f"the sum of {sent}"
+    return (
+        f"{show(value)}, not what was sent{towards} ({sent}): a hook changed the gradient "
+        "on the way"
+    )
 
 
 def _output_labels(recording: Recording, step: Step, expr: str | None) -> list[str | None]:
@@ -972,6 +1152,8 @@ def _chain_rule(ctx: _Ctx, formula: Formula, checked: bool) -> Explanation:
         parts.append(_term_text(ctx, term, edge))
     name = _tensor_name(ctx.recording.graph, ctx.node.id, 0) if len(outputs) == 1 else None
     made = f"{name} = {formula.expr}" if name else formula.expr
+    if ctx.placeholders:
+        made += ", where " + ", ".join(f"{s} is {what}" for s, what in ctx.placeholders.items())
     text = f"{ctx.node.type_name} ({made}): got {_received(ctx.recording, ctx.step, outputs)}"
     text += "".join(f"; {part}" for part in parts) + "."
     return Explanation(text, formula.op, tuple(parts), checked)

@@ -488,3 +488,164 @@ def test_each_step_names_the_forward_op_and_line_under_watch() -> None:
     assert describe_step(recording, 0)["forward"] is None
     plain = gradviz.record(torch.tensor(2.0, requires_grad=True) * 3)
     assert describe_step(plain, 1)["forward"] is None
+
+
+# -- second derivatives: the graph of a gradient made with create_graph=True ---------------------
+def test_second_derivative_graph_uses_no_borrowed_names() -> None:
+    """Notebook 07: differentiating df/dx of f = 5·x²·y again. Its graph is autograd's own
+    arithmetic (x**1, ·2, ·5, ·y); no step may call a tensor x′ (a derivative?) or x (x**1)."""
+    x = torch.tensor(4.0, requires_grad=True)
+    y = torch.tensor(1.0, requires_grad=True)
+    f = 5 * x**2 * y
+    (made,), _ = gradviz.record_grad(f, x, create_graph=True, names={"x": x, "y": y, "f": f})
+    df_dx = text_ready(made)
+    (_,), recording = gradviz.record_grad(df_dx, x, names={"x": x, "df_dx": df_dx})
+    words = [narrate(recording, i) for i in range(len(recording))]
+    # PyTorch on a fresh graph with the same values
+    x2, y2 = leaves(x, y)
+    (g1,) = torch.autograd.grad(5 * x2**2 * y2, x2, create_graph=True)
+    (d2,) = torch.autograd.grad(g1, x2)
+    assert not any("′" in w or "PowBackward0 (x)" in w or "∂(x)/∂x" in w for w in words), words
+    # the chain from PyTorch: d2 arrives at x through x**1 (local 1) after ·2 (local 2)
+    (twice,) = torch_grads(lambda t: t * 2, [x.detach()], torch.ones(()))
+    (power_one,) = torch_grads(lambda t: t**1, [x.detach()], torch.ones(()))
+    into_mul = d2 / twice  # what the ·2 node got: d2 = got·2
+    assert narrate(recording, only_step(recording, "PowBackward0")).startswith(
+        f"PowBackward0 (x¹): got ∂df_dx/∂x¹ = {text(d2 / power_one)}; ∂(x¹)/∂x = "
+        f"{text(power_one)} → sends {text(d2)} to AccumulateGrad(x)."
+    )
+    mul_two = only_step(recording, "MulBackward1")
+    assert narrate(recording, mul_two).startswith(
+        f"MulBackward1 (x¹·2): got ∂df_dx/∂(x¹·2) = {text(into_mul)}; ∂(x¹·2)/∂x¹ = "
+        f"{text(twice)} → sends {product(into_mul, twice)} = {text(d2)} to PowBackward0."
+    )
+    assert describe_step(recording, mul_two)["checked"] is True
+    # df_dx = u·(x¹·2): u (5·y·1 here) has no name, and the sentence says so
+    first = words[1]
+    assert "MulBackward0 (df_dx = u·(x¹·2), where u is the unnamed output of MulBackward0)" in first
+    assert f"∂(u·(x¹·2))/∂(x¹·2) = u = {text(into_mul)} → sends {text(into_mul)} to" in first
+    assert f"∂(u·(x¹·2))/∂u = x¹·2 = {text(twice * x.detach())}" in first
+
+
+def test_gradient_graph_of_a_cube_names_the_numbers_not_y() -> None:
+    x = torch.tensor(2.0, requires_grad=True)
+    y = x**3
+    (g,) = torch.autograd.grad(y, x, create_graph=True)
+    recording = gradviz.record(g, names={"x": x, "y": y, "g": g}, retain_graph=True)
+    words = [narrate(recording, i) for i in range(len(recording))]
+    assert not any("′" in w for w in words), words
+    assert words[1].startswith("MulBackward0 (g = 1·(x²·3)): got ∂g/∂g = 1;")
+    (three,) = torch_grads(lambda t: t * 3, [x.detach() ** 2], torch.ones(()))
+    (second,) = torch.autograd.grad(g, x, retain_graph=True)
+    assert f"∂(x²·3)/∂x² = {text(three)} → sends {text(three)} to PowBackward0" in words[2]
+    assert words[-1].endswith(f"None → {text(second)}.")
+
+
+def test_a_named_constant_equal_to_a_saved_number_is_not_borrowed() -> None:
+    """x * 2 saves the Python number 2 (an int64 tensor): not the float constant scale = 2."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    scale = torch.tensor(2.0)
+    out = (x * 2).sum() * scale
+    recording = gradviz.record(out, names={"x": x, "scale": scale, "out": out})
+    first, inner = steps_of(recording, "MulBackward0")
+    assert narrate(recording, first).startswith("MulBackward0 (out = sum(x·2)·scale): got")
+    (to_x,) = torch_grads(lambda v: (v * 2).sum() * scale, [x], torch.ones(()))
+    words = narrate(recording, inner)
+    assert words.startswith("MulBackward0 (x·2): got"), words
+    assert f"→ sends g ⊙ 2 = {text(to_x)} to AccumulateGrad(x); the constant 2 is off" in words
+
+
+# -- constants the node did not save -------------------------------------------------------------
+def tour() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([0.5, -1.0], requires_grad=True)
+    bias = torch.tensor(0.25)
+    return x, w, bias, (x * w).sum() + bias
+
+
+def test_the_only_named_constant_names_an_add_operand() -> None:
+    x, w, bias, y = tour()
+    recording = gradviz.record(y, names={"x": x, "w": w, "bias": bias, "y": y})
+    words = narrate(recording, only_step(recording, "AddBackward0"))
+    (to_sum,) = torch_grads(lambda s: s + bias, [(x * w).sum()], torch.ones(()))
+    assert words.startswith(
+        f"AddBackward0 (y = sum(x·w) + bias): got ∂y/∂y = 1; ∂(sum(x·w) + bias)/∂sum(x·w) = 1 "
+        f"→ sends {text(to_sum)} to SumBackward0; bias is off the graph: nothing sent."
+    )
+    assert "′" not in words
+
+
+def ambiguous() -> dict[str, torch.Tensor]:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    bias, scale = torch.tensor(0.25), torch.tensor(3.0)
+    y = ((x * x).sum() + bias) * scale
+    return {"x": x, "bias": bias, "scale": scale, "y": y}
+
+
+def test_an_unidentified_constant_is_const_never_a_tensor_letter() -> None:
+    names = ambiguous()
+    recording = gradviz.record(names["y"], names=names)
+    words = narrate(recording, only_step(recording, "AddBackward0"))
+    assert "+ const, where const is an unnamed constant)" in words
+    assert "const is off the graph: nothing sent" in words
+    assert "bias" not in words and "′" not in words
+    # a Python number leaves no trace either
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x.sum() + 0.25
+    plain = narrate(gradviz.record(y, names={"x": x, "y": y}), 1)
+    assert plain.startswith("AddBackward0 (y = sum(x) + const, where const is an unnamed constant)")
+
+
+def test_watch_links_the_constant_of_an_add() -> None:
+    with gradviz.watch() as watched:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        bias, scale = torch.tensor(0.25), torch.tensor(3.0)
+        y = ((x * x).sum() + bias) * scale
+        z = x.sum() + 0.5
+        t = (x * torch.tensor(3.0)).sum()  # an unnamed constant: its value
+    recording = watched.record(y)
+    words = narrate(recording, only_step(recording, "AddBackward0"))
+    (to_sum,) = torch_grads(lambda s: (s + bias) * scale, [(x * x).sum()], torch.ones(()))
+    assert "(sum(x·x) + bias): got" in words
+    assert f"= 1 → sends {text(to_sum)} to SumBackward0; bias is off the graph" in words
+    number = watched.record(z)
+    assert narrate(number, 1).startswith("AddBackward0 (z = sum(x) + 0.5): got")
+    unnamed = watched.record(t)
+    (to_x,) = torch_grads(lambda v: (v * 3).sum(), [x], torch.ones(()))
+    words = narrate(unnamed, only_step(unnamed, "MulBackward0"))
+    assert words.startswith("MulBackward0 (x·3): got")
+    assert f"sends g ⊙ 3 = {text(to_x)} to AccumulateGrad(x); the constant 3 is off" in words
+
+
+# -- a hook changed what a node received ---------------------------------------------------------
+def test_a_hooked_gradient_is_not_written_as_the_sum_of_the_streams() -> None:
+    """Notebook 09: y's hook multiplies its gradient by 10, w's halves it."""
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 3
+    y.register_hook(lambda grad: grad * 10)  # type: ignore[no-untyped-call]
+    w.register_hook(lambda grad: grad / 2)  # type: ignore[no-untyped-call]
+    z = (y * y).sum()
+    recording = gradviz.record(z, names={"w": w, "y": y, "z": z})
+    # PyTorch without hooks: the two streams into y, and what y's node sends to w
+    first, second = torch_grads(lambda a, b: (a * b).sum(), [y, y], torch.ones(()))
+    total = first + second
+    received = total * 10  # the hook's change
+    (to_w,) = torch_grads(lambda v: v * 3, [w], received)
+    y_step = recording.step_for(str(recording.graph.tensor("y").node_id))  # y's MulBackward0
+    assert y_step is not None
+    step = y_step.index
+    words = narrate(recording, step)
+    assert words.startswith(
+        f"MulBackward0 (y = w·3): got {text(received)}, not what was sent towards y "
+        f"({text(first)} from MulBackward0 + {text(second)} from MulBackward0 = {text(total)}): "
+        "a hook changed the gradient on the way; "
+    ), words
+    assert f"= {text(received)};" not in words and "∂z/∂y" not in words
+    assert f"sends g ⊙ 3 = {text(to_w)} to AccumulateGrad(w)" in words
+    assert words.endswith(f" Flow check: {recording.steps[step - 1].flow_note}.")
+    leaf = narrate(recording, only_step(recording, "AccumulateGrad"))
+    assert leaf.startswith(
+        f"AccumulateGrad(w): got {text(to_w / 2)}, not what was sent towards w "
+        f"({text(to_w)} from MulBackward0): a hook changed the gradient on the way; "
+        f"adds it to w.grad: None → {text(w.grad)}."
+    ), leaf
