@@ -5,8 +5,21 @@
 // `render({model, el})`) and the standalone HTML page (`mountStandalone()`, which feeds it
 // a small local model). Every string from the recording reaches the page as text
 // (textContent), never as markup; the SVGs are parsed as XML and stripped of anything active.
+//
+// Steps: 0 is the seed, 1..N the backward steps. A recording made under gradviz.watch() also
+// has forward frames -F..-1 before the seed (data.first = -F), one per forward op: elements
+// appear (schedule.born[view]: the step an element is made at) as the code builds the graph.
 
-const REPLAY_CLASSES = ["gv_done", "gv_active", "gv_pending", "gv_notrun", "gv_hidegrad", "gv_flowing"];
+const REPLAY_CLASSES = [
+  "gv_done",
+  "gv_active",
+  "gv_pending",
+  "gv_notrun",
+  "gv_hidegrad",
+  "gv_flowing",
+  "gv_future",
+  "gv_born",
+];
 const SPEEDS = [0.5, 1, 2, 4];
 const STEP_MS = 1000;
 const SCOPE = "#GVROOT";
@@ -24,15 +37,31 @@ export function flowClass(at, index) {
   return at === index ? "gv_flowing" : "";
 }
 
-export function classesAt(schedule, index) {
-  const out = {};
-  for (const [id, ran] of Object.entries(schedule.nodes)) out[id] = nodeClass(ran, index);
+export function bornClass(at, index) {
+  if (index < at) return "gv_future";
+  return at === index ? "gv_born" : "";
+}
+
+// Every scheduled element's classes at `index` in `view`, "" where it has none; several
+// classes are joined by a space, the backward one first (as gradviz.replay.classes_at).
+function elementClasses(schedule, index, view) {
+  const out = new Map();
+  for (const [id, ran] of Object.entries(schedule.nodes)) out.set(id, nodeClass(ran, index));
   for (const group of ["edges", "links"]) {
-    for (const [id, at] of Object.entries(schedule[group])) {
-      const cls = flowClass(at, index);
-      if (cls) out[id] = cls;
-    }
+    for (const [id, at] of Object.entries(schedule[group])) out.set(id, flowClass(at, index));
   }
+  const born = (schedule.born && schedule.born[view]) || {};
+  for (const [id, at] of Object.entries(born)) {
+    const had = out.get(id) || "";
+    const extra = bornClass(at, index);
+    out.set(id, had && extra ? `${had} ${extra}` : had || extra);
+  }
+  return out;
+}
+
+export function classesAt(schedule, index, view = "backward") {
+  const out = {};
+  for (const [id, cls] of elementClasses(schedule, index, view)) if (cls) out[id] = cls;
   return out;
 }
 
@@ -82,7 +111,8 @@ function pageIsDark() {
 // One view's SVG, parsed on first use, with its elements indexed by id within this stepper
 // only (two steppers of the same recording on one page share ids, never lookups).
 class View {
-  constructor(text) {
+  constructor(text, name) {
+    this.name = name;
     this.svg = parseSvg(text);
     this.byId = new Map();
     for (const e of this.svg.querySelectorAll("[id]")) {
@@ -104,16 +134,13 @@ class View {
     if (!el) return;
     const had = this.current.get(id) || "";
     if (had === want) return;
-    if (had) el.classList.remove(had);
-    if (want) el.classList.add(want);
+    if (had) el.classList.remove(...had.split(" "));
+    if (want) el.classList.add(...want.split(" "));
     this.current.set(id, want);
   }
 
   apply(schedule, index) {
-    for (const [id, ran] of Object.entries(schedule.nodes)) this.setClass(id, nodeClass(ran, index));
-    for (const group of ["edges", "links"]) {
-      for (const [id, at] of Object.entries(schedule[group])) this.setClass(id, flowClass(at, index));
-    }
+    for (const [id, cls] of elementClasses(schedule, index, this.name)) this.setClass(id, cls);
   }
 
   showBox() {
@@ -129,6 +156,8 @@ export function mount(el, model) {
   const css = model.get("css");
   const schedule = data.schedule;
   const last = data.count - 1;
+  const forward = data.forward || []; // the forward frames' panels (under watch())
+  const start = Number(data.first) || 0; // -F, or 0 (the seed) without forward frames
   // unique even if the module is loaded twice on one page (the scoped stylesheet uses it)
   const id = `gvs${++mounted}-${Math.random().toString(36).slice(2, 8)}`;
   const cleanups = [];
@@ -142,7 +171,7 @@ export function mount(el, model) {
 
   // -- controls --
   const bar = element("div", "gv-toolbar");
-  const first = button("« First", "First step (Home)", () => go(0));
+  const first = button("« First", "First step (Home)", () => go(start));
   const prev = button("‹ Prev", "Previous step (←)", () => go(current() - 1));
   const play = button("▶ Play", "Play / pause (space)", () => toggle());
   play.classList.add("gv-play");
@@ -162,7 +191,7 @@ export function mount(el, model) {
   }
   const slider = element("input", "gv-slider");
   slider.type = "range";
-  slider.min = "0";
+  slider.min = String(start);
   slider.max = String(last);
   slider.step = "1";
   slider.title = "Step";
@@ -211,12 +240,12 @@ export function mount(el, model) {
   let shown = -1;
 
   function current() {
-    return Math.min(Math.max(Number(model.get("step")) || 0, 0), last);
+    return Math.min(Math.max(Number(model.get("step")) || 0, start), last);
   }
 
   function showView(name) {
     if (!svgs[name]) name = Object.keys(svgs)[0];
-    if (!views.has(name)) views.set(name, new View(svgs[name]));
+    if (!views.has(name)) views.set(name, new View(svgs[name], name));
     const chosen = views.get(name);
     if (chosen === view) return;
     view = chosen;
@@ -237,14 +266,17 @@ export function mount(el, model) {
     }
     root.dataset.step = String(index);
     slider.value = String(index);
-    counter.textContent = `step ${index} / ${last}`;
-    first.disabled = prev.disabled = index === 0;
+    counter.textContent =
+      index < 0 ? `forward ${index - start + 1} / ${forward.length}` : `step ${index} / ${last}`;
+    root.dataset.phase = index < 0 ? "forward" : "backward";
+    first.disabled = prev.disabled = index === start;
     next.disabled = end.disabled = index === last;
-    fillPanel(data.steps[index] || {}, index);
+    if (index < 0) fillForward(forward[index - start] || {});
+    else fillPanel(data.steps[index] || {}, index);
   }
 
   function go(index) {
-    const target = Math.min(Math.max(index, 0), last);
+    const target = Math.min(Math.max(index, start), last);
     if (target === current()) return;
     model.set("step", target);
     model.save_changes();
@@ -268,6 +300,20 @@ export function mount(el, model) {
     if (step.checked === false) {
       parts.push(element("p", "gv-warning", "the formula does not match the recorded numbers"));
     }
+    panel.replaceChildren(...parts);
+  }
+
+  // A forward frame: which op ran, at which line, what it made and what autograd recorded.
+  function fillForward(op) {
+    const parts = [];
+    const head = element("div", "gv-panel-head");
+    head.append(element("span", "gv-panel-index", `forward ${op.index || ""}`));
+    head.append(element("span", "gv-panel-type", op.recorded || op.type || ""));
+    parts.push(head);
+    if (op.code) parts.push(row("code", String(op.code)));
+    if (op.line) parts.push(row("line", String(op.line)));
+    if (op.outputs && op.outputs.length) parts.push(list("made", op.outputs.map(String)));
+    parts.push(element("p", "gv-narration", op.narration || ""));
     panel.replaceChildren(...parts);
   }
 
@@ -296,7 +342,7 @@ export function mount(el, model) {
   }
   function toggle() {
     if (timer !== null) return stopPlay();
-    if (current() === last) go(0);
+    if (current() === last) go(start);
     play.textContent = "⏸ Pause";
     root.classList.add("gv-playing");
     timer = setInterval(() => {
@@ -321,7 +367,7 @@ export function mount(el, model) {
       ArrowDown: () => go(current() + 1),
       ArrowLeft: () => go(current() - 1),
       ArrowUp: () => go(current() - 1),
-      Home: () => go(0),
+      Home: () => go(start),
       End: () => go(last),
       " ": () => toggle(),
     };
@@ -401,7 +447,10 @@ export function mount(el, model) {
     const url = URL.createObjectURL(blob);
     const a = element("a");
     a.href = url;
-    a.download = `gradviz-step-${String(current()).padStart(3, "0")}.svg`;
+    const index = current();
+    const number = (n) => String(n).padStart(3, "0");
+    const name = index < 0 ? `forward-${number(index - start + 1)}` : `step-${number(index)}`;
+    a.download = `gradviz-${name}.svg`;
     root.append(a);
     a.click();
     a.remove();

@@ -15,7 +15,14 @@ from typing import Any
 
 from gradviz.layout import step_css
 from gradviz.recording import Recording
-from gradviz.replay import classes_at, replay_data, replay_layout
+from gradviz.replay import (
+    classes_at,
+    first_step,
+    forward_css,
+    replay_born,
+    replay_data,
+    replay_layout,
+)
 from gradviz.theme import DARK, DEFAULT, Theme
 
 __all__ = [
@@ -97,27 +104,39 @@ def _dark_remap(light: Theme, dark: Theme) -> str:
 def stepper_payload(
     recording: Recording, step: int | None = None, **options: Any
 ) -> dict[str, Any]:
-    """Both views laid out once, the schedule, the panel data and the stylesheets."""
+    """Both views laid out once, the schedule, the panel data and the stylesheets.
+
+    ``step`` styles the shipped SVGs (default: the last step); under ``watch()`` negative
+    steps are the forward frames (``gradviz.replay``), and ``data`` says where they start.
+    """
     options.pop("view", None)
     svgs: dict[str, str] = {}
     theme: Theme = DEFAULT
     prefix = ""
     index = len(recording.steps) if step is None else step
     data: dict[str, Any] = {}
+    born = replay_born(recording, VIEWS, **options)
     for view in VIEWS:
         template, render_options = replay_layout(recording, view=view, **options)
         theme = render_options.theme
         prefix = render_options.prefix or recording.graph.prefix
         if not data:
-            data = replay_data(recording, prefix)
-        svgs[view] = _svg_element(template.render(classes_at(data["schedule"], index)))
+            data = replay_data(recording, prefix, born)
+        classes = classes_at(data["schedule"], index, view)
+        svgs[view] = _svg_element(template.render(classes))
     scoped = step_css(theme, SCOPE)
+    plain = step_css(theme)
+    if born:
+        scoped += forward_css(theme, SCOPE)
+        plain += forward_css(theme)
     if theme == DEFAULT:
         scoped += _dark_remap(DEFAULT, DARK) + step_css(DARK, f"{SCOPE}.gv-dark")
+        if born:
+            scoped += forward_css(DARK, f"{SCOPE}.gv-dark")
     return {
         "svgs": svgs,
         "data": data,
-        "css": {"scoped": scoped, "plain": step_css(theme)},
+        "css": {"scoped": scoped, "plain": plain},
         "step": index,
         "view": "backward",
         "prefix": prefix,
@@ -135,7 +154,7 @@ def replay_html(recording: Recording, title: str | None = None, **options: Any) 
     """One self-contained page: the stepper's JS, CSS, both SVGs and the data inline."""
     payload = stepper_payload(recording, **options)  # laid out at the final step
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
-    state["step"] = 0
+    state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
     css = asset_text("stepper.css")
     js = _script_safe_js(asset_text("stepper.js"))
     name = title or f"gradviz replay: {len(recording.steps)} steps"

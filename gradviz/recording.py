@@ -19,7 +19,7 @@ from gradviz.summary import summarize
 
 if TYPE_CHECKING:
     from gradviz.forward import FOp
-    from gradviz.replay import Frame
+    from gradviz.replay import ForwardFrame, Frame
 
 __all__ = ["GradValue", "Recording", "Step", "as_summary", "short_text", "value_text"]
 
@@ -157,14 +157,23 @@ class Recording:
 
         return make_frames(self)
 
+    def forward_frame(self, index: int) -> ForwardFrame:
+        """Under ``watch()``: the replay once forward op ``index`` (1 .. F) has run. The
+        stepper shows it before the seed, as step ``index - F - 1`` (see gradviz.replay)."""
+        from gradviz.replay import forward_frame
+
+        return forward_frame(self, index)
+
     def svg(self, step: int | None = None, **options: Any) -> str:
-        """The replay's one layout, styled for ``step`` (default: the last)."""
+        """The replay's one layout, styled for ``step`` (default: the last; under ``watch()``,
+        -F..-1 are the forward frames)."""
         from gradviz.replay import step_svg
 
         return step_svg(self, len(self.steps) if step is None else step, **options)
 
     def save_steps(self, folder: str | Path, **options: Any) -> list[Path]:
-        """One SVG per frame (``step-000.svg`` ...), all from one Graphviz layout."""
+        """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
+        ..., one per forward op), all from one Graphviz layout."""
         from gradviz.replay import save_steps
 
         return save_steps(self, Path(folder), **options)

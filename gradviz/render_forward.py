@@ -242,7 +242,8 @@ class _Writer(_DotWriter):
             if (src, dst) in seen_edges or src == dst:
                 return
             seen_edges.add((src, dst))
-            edges.append(f"  {src} -> {dst} {_attrs(**attributes)};")
+            ids = {"id": f"{self.prefix}_fe_{src}_{dst}"}  # the stepper reveals it by id
+            edges.append(f"  {src} -> {dst} {_attrs(**ids, **attributes)};")
 
         for op in data.ops:
             cluster, collapsed = self._group(op.module)

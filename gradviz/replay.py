@@ -3,22 +3,46 @@
 Frame ``i`` is the state after step ``i`` (frame 0: the seed gradient entering the roots).
 The schedule of which element changes at which step is shared with the browser stepper
 (``replay_data``), so the static SVG of a step and the stepper always agree.
+
+Under ``gradviz.watch()`` the replay starts earlier, with one frame per forward op: the
+stepper's step numbers run from ``-F`` to ``N``, where ``F`` is the number of forward ops
+(``len(recording.forward_ops)``) and ``N`` the number of backward steps. Step ``-F`` shows
+the first forward op, step ``-1`` the last, step ``0`` the seed and ``1``..``N`` the backward
+steps, exactly as without ``watch()``. The forward frame ``j`` (counted from 1, as the panel
+says "forward j / F") is step ``j - F - 1``: ``forward_frame(recording, j)``. So ``frame(i)``,
+``len(recording)`` and the ``step-NNN.svg`` files keep their backward numbering, and a
+recording without ``watch()`` has no negative steps at all.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gradviz.explain import describe_step, narrate
+from gradviz.forward import FOp, Forward
 from gradviz.graph import Role
 from gradviz.layout import SvgTemplate, run_dot, step_css
 from gradviz.recording import Recording, short_text, value_text
 from gradviz.render import RenderOptions, to_dot
+from gradviz.theme import Theme
 
-__all__ = ["Frame", "make_frame", "make_frames", "replay_data", "save_steps", "step_svg"]
+__all__ = [
+    "ForwardFrame",
+    "Frame",
+    "classes_at",
+    "first_step",
+    "forward_css",
+    "forward_frame",
+    "make_frame",
+    "make_frames",
+    "replay_data",
+    "save_steps",
+    "step_svg",
+]
 
 
 @dataclass(frozen=True)
@@ -36,12 +60,29 @@ class Frame:
     narration: str
 
 
+def steps_text(recording: Recording) -> str:
+    """The steps a recording has, for error messages."""
+    text = f"steps 0 (the seed) to {len(recording.steps)}"
+    count = len(recording.forward_ops)
+    if count:
+        text += f", and forward frames {-count} to -1 before the seed (one per forward op)"
+    return text
+
+
 def _check_index(recording: Recording, index: int) -> None:
     if not 0 <= index <= len(recording.steps):
-        raise IndexError(
-            f"step {index} does not exist: this recording has steps 0 (the seed) to "
-            f"{len(recording.steps)}"
-        )
+        raise IndexError(f"step {index} does not exist: this recording has {steps_text(recording)}")
+
+
+def first_step(recording: Recording) -> int:
+    """The stepper's first step: ``-F`` under ``watch()`` (the first forward op), else 0."""
+    return -len(recording.forward_ops)
+
+
+def _check_step(recording: Recording, index: int) -> None:
+    """A step of the whole replay, forward frames (negative) included."""
+    if not first_step(recording) <= index <= len(recording.steps):
+        raise IndexError(f"step {index} does not exist: this recording has {steps_text(recording)}")
 
 
 def make_frame(recording: Recording, index: int) -> Frame:
@@ -88,9 +129,171 @@ def make_frames(recording: Recording) -> list[Frame]:
     return [make_frame(recording, i) for i in range(len(recording))]
 
 
+# -- forward frames: the graph growing, op by op (under watch()) ----------------------------
+@dataclass(frozen=True)
+class ForwardFrame:
+    """What the replay shows once forward op ``index`` (counted from 1) has run."""
+
+    index: int  # 1 .. F, as the panel counts ("forward 3 / 12")
+    step: int  # the stepper's step: index - F - 1, negative, before the seed at 0
+    op: FOp
+    outputs: tuple[str, ...]  # forward tensor ids the op made or changed in place
+    nodes: tuple[str, ...]  # backward nodes the op created (recording.forward_op(n) is op)
+    visible_nodes: tuple[str, ...]  # backward nodes created so far (this op included)
+    narration: str
+
+
+def _forward(recording: Recording) -> Forward:
+    forward = recording.graph.forward
+    if forward is None or not forward.ops:
+        raise IndexError(
+            "this recording has no forward frames: record it with gradviz.watch(), e.g.\n"
+            "    with gradviz.watch() as w:\n        loss = model(x).sum()\n"
+            "    recording = w.record(loss)"
+        )
+    return forward
+
+
+def _op_times(recording: Recording) -> tuple[dict[int, int], dict[str, int]]:
+    """The step of each forward op (by ``FOp.index``) and of each backward node it made."""
+    forward = recording.graph.forward
+    if forward is None:
+        return {}, {}
+    count = len(forward.ops)
+    op_time = {op.index: position - count for position, op in enumerate(forward.ops)}
+    node_time = {
+        node_id: op_time[index] for node_id, index in forward.node_ops.items() if index in op_time
+    }
+    return op_time, node_time
+
+
+def _op_outputs(op: FOp) -> tuple[str, ...]:
+    outputs = list(op.outputs)
+    for bump in op.bumps:
+        if bump.tensor not in outputs:
+            outputs.append(bump.tensor)
+    return tuple(outputs)
+
+
+def forward_frame(recording: Recording, index: int) -> ForwardFrame:
+    """Forward frame ``index`` (1 .. F): the state once the index-th forward op has run."""
+    forward = _forward(recording)
+    count = len(forward.ops)
+    if not 1 <= index <= count:
+        raise IndexError(f"forward frame {index} does not exist: this recording has 1 to {count}")
+    op = forward.ops[index - 1]
+    step = index - count - 1
+    _, node_time = _op_times(recording)
+    order = [n.id for n in recording.graph.nodes]
+    nodes = tuple(n for n in order if node_time.get(n) == step)
+    visible = tuple(n for n in order if node_time.get(n, step) <= step)
+    return ForwardFrame(
+        index=index,
+        step=step,
+        op=op,
+        outputs=_op_outputs(op),
+        nodes=nodes,
+        visible_nodes=visible,
+        narration=forward_narration(recording, op),
+    )
+
+
+def forward_frames(recording: Recording) -> list[ForwardFrame]:
+    """Every forward frame, in the order the ops ran (empty without ``watch()``)."""
+    return [forward_frame(recording, j) for j in range(1, len(recording.forward_ops) + 1)]
+
+
+def _names(forward: Forward, tensor_ids: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(forward.label(t) for t in tensor_ids)
+
+
+def _switches_on(op: FOp) -> bool:
+    if op.name.startswith("requires_grad ="):
+        return op.name.endswith("True")
+    return not any(a.tensor is None and a.value is False for a in op.inputs)
+
+
+def _op_effect(recording: Recording, op: FOp) -> str:
+    """What one forward op did to the graph, in a few words."""
+    forward = _forward(recording)
+    outputs = _op_outputs(op)
+    made = _names(forward, outputs)
+    nodes = [
+        recording.graph.node(n).type_name
+        for n, index in forward.node_ops.items()
+        if index == op.index and any(m.id == n for m in recording.graph.nodes)
+    ]
+    if op.kind == "requires_grad":
+        if _switches_on(op):
+            return f"{made} joins the graph (a leaf that requires grad)"
+        return f"{made} leaves the graph (requires_grad off)"
+    if op.kind == "inplace":
+        changes = [
+            f"{forward.label(b.tensor)}'s version {b.before} → {b.after}" for b in op.bumps
+        ] or [f"{made} changed in place"]
+        text = "; ".join(changes)
+        recorded = [g for g in op.grad_fns if g]
+        if recorded:
+            text += f" ({recorded[0]} recorded)"
+        return text
+    if op.kind == "detach":
+        return f"{made} shares the data but is cut off the graph"
+    if op.kind == "factory":
+        wants_grad = any(a.position == "requires_grad" and a.value is True for a in op.inputs)
+        if nodes or wants_grad:
+            return f"{made} made: a leaf that requires grad"
+        return f"{made} made: off the graph (requires_grad=False)"
+    recorded = list(dict.fromkeys(g for g in op.grad_fns if g))
+    if recorded:
+        text = " and ".join(recorded) + " recorded"
+        if len(outputs) > 1:
+            text += f" ({len(outputs)} outputs: {made})"
+        return text
+    if op.inference_mode:
+        return f"{made} made under inference_mode: nothing recorded"
+    if not op.grad_enabled:
+        return f"{made} made under no_grad: nothing recorded"
+    return f"no input requires grad: nothing recorded ({made} is off the graph)"
+
+
+def forward_narration(recording: Recording, op: FOp) -> str:
+    """'i = g / h at lessons.py:63: DivBackward0 recorded', and the like."""
+    where = op.name
+    if op.line is not None:
+        code = op.line.text.strip()
+        where = f"{code} at {op.line.short()}" if code else f"{op.name} at {op.line.short()}"
+    return f"{where}: {_op_effect(recording, op)}"
+
+
+def describe_forward(recording: Recording, index: int) -> dict[str, Any]:
+    """The side panel's data for forward frame ``index`` (1 .. F): plain strings only."""
+    frame = forward_frame(recording, index)
+    forward = _forward(recording)
+    op = frame.op
+    recorded = [g for g in op.grad_fns if g]
+    return {
+        "index": index,
+        "step": frame.step,
+        "type": op.name,
+        "kind": op.kind,
+        "line": None if op.line is None else op.line.short(),
+        "code": None if op.line is None else op.line.text.strip(),
+        "outputs": [forward.label(t) for t in frame.outputs],
+        "recorded": recorded[0] if recorded else None,
+        "nodes": list(frame.nodes),
+        "narration": frame.narration,
+    }
+
+
 # -- the schedule: at which step each element changes ----------------------------------------
-def _schedule(recording: Recording, prefix: str) -> dict[str, Any]:
-    """Element ids and the step at which they change, for Python and the browser alike."""
+def _schedule(
+    recording: Recording, prefix: str, born: dict[str, dict[str, int]] | None = None
+) -> dict[str, Any]:
+    """Element ids and the step at which they change, for Python and the browser alike.
+
+    ``born`` (under ``watch()``): per view, the forward-frame step at which each element
+    appears (``_born``); before it the element is ``gv_future``, at it ``gv_born``.
+    """
     graph = recording.graph
     ran_at = {step.node_id: step.index for step in recording.steps}
     nodes = {f"{prefix}_{n.id}": ran_at.get(n.id) for n in graph.nodes}
@@ -107,11 +310,17 @@ def _schedule(recording: Recording, prefix: str) -> dict[str, Any]:
             links[f"{prefix}_l_{record.id}"] = 0
         elif record.role is Role.LEAF and record.node_id in ran_at:
             links[f"{prefix}_l_{record.id}"] = ran_at[record.node_id]
-    return {"nodes": nodes, "edges": edges, "links": links}
+    schedule: dict[str, Any] = {"nodes": nodes, "edges": edges, "links": links}
+    if born:
+        schedule["born"] = born
+    return schedule
 
 
-def classes_at(schedule: dict[str, Any], index: int) -> dict[str, str]:
-    """The replay classes of every scheduled element at frame ``index``."""
+def classes_at(schedule: dict[str, Any], index: int, view: str = "backward") -> dict[str, str]:
+    """The replay classes of every scheduled element at step ``index`` in ``view``.
+
+    Several classes are joined by a space, the backward one first (``gv_pending gv_born``).
+    """
     classes: dict[str, str] = {}
     for element_id, ran in schedule["nodes"].items():
         if ran is None:
@@ -128,7 +337,107 @@ def classes_at(schedule: dict[str, Any], index: int) -> dict[str, str]:
                 classes[element_id] = "gv_hidegrad"
             elif at == index:
                 classes[element_id] = "gv_flowing"
+    for element_id, at in schedule.get("born", {}).get(view, {}).items():
+        extra = "gv_future" if index < at else "gv_born" if index == at else ""
+        if extra:
+            had = classes.get(element_id)
+            classes[element_id] = f"{had} {extra}" if had else extra
     return classes
+
+
+# -- when each drawn element appears during the forward frames --------------------------------
+_NODE_LINE = re.compile(r'^\s*(\w+) \[id="([^"]+)"')
+_EDGE_LINE = re.compile(r'^\s*(\w+) -> (\w+) \[(?:dir="back" )?id="([^"]+)"')
+_BOX_NAME = re.compile(r"^(f\d+)(?:_v(\d+))?$")
+
+
+def _born(recording: Recording, dot: str) -> dict[str, int]:
+    """Element id -> the (negative) step at which its forward op ran, from one view's DOT.
+
+    DOT node names say what an element is: ``op7`` (forward op 7), ``s7_1`` (its scalar),
+    ``f3`` / ``f3_v1`` (a forward tensor box, a version of it), ``m2`` / ``bm2`` (a
+    collapsed module), ``n4`` (a backward node: when the op that created it ran), ``t1`` (a
+    tensor record: with its node) and ``c_n4_0`` (a None slot: with its node). Edges appear
+    with their later end. Anything else (made before the watch, the legend) always shows.
+    """
+    forward = recording.graph.forward
+    if forward is None or not forward.ops:
+        return {}
+    graph = recording.graph
+    op_time, node_time = _op_times(recording)
+    box_time: dict[tuple[str, int], int] = {}
+    first_seen: dict[str, int | None] = {}
+    for op in forward.ops:
+        for arg in op.inputs:
+            if arg.tensor is not None:
+                first_seen.setdefault(arg.tensor, None)  # existed before this op
+        produced = list(zip(op.outputs, op.output_versions, strict=True))
+        produced += [(b.tensor, b.after) for b in op.bumps]
+        for tensor_id, version in produced:
+            box_time.setdefault((tensor_id, version or 0), op_time[op.index])
+            first_seen.setdefault(tensor_id, op_time[op.index])
+    module_time: dict[int, int] = {}
+    for op in forward.ops:
+        for scope in forward.module_chain(op.module):
+            module_time.setdefault(scope.index, op_time[op.index])
+    records = {r.id: r for r in graph.tensors}
+    ftensor_time = {t: time for t, time in first_seen.items() if time is not None}
+
+    def time_of(name: str) -> int | None:
+        if name in node_time:
+            return node_time[name]
+        if name in records:
+            record = records[name]
+            if record.node_id is not None and record.node_id in node_time:
+                return node_time[record.node_id]
+            linked = forward.tensor_links.get(name)
+            return None if linked is None else ftensor_time.get(linked)
+        if name.startswith("c_"):
+            return node_time.get(name[2:].rsplit("_", 1)[0])
+        match = re.fullmatch(r"op(\d+)|s(\d+)_\w+", name)
+        if match:
+            return op_time.get(int(match.group(1) or match.group(2)))
+        match = re.fullmatch(r"b?m(\d+)", name)
+        if match:
+            return module_time.get(int(match.group(1)))
+        match = _BOX_NAME.match(name)
+        if match:
+            if match.group(2) is None:
+                return first_seen.get(match.group(1))
+            return box_time.get((match.group(1), int(match.group(2))))
+        return None
+
+    born: dict[str, int] = {}
+    named: dict[str, int | None] = {}
+    lines = dot.splitlines()
+    for line in lines:
+        node = _NODE_LINE.match(line)
+        if node and node.group(1) not in ("graph", "node", "edge"):
+            time = time_of(node.group(1))
+            named[node.group(1)] = time
+            if time is not None:
+                born[node.group(2)] = time
+    for line in lines:
+        edge = _EDGE_LINE.match(line)
+        if edge:
+            ends = [named.get(edge.group(1)), named.get(edge.group(2))]
+            known = [t for t in ends if t is not None]
+            if known:
+                born[edge.group(3)] = max(known)
+    return born
+
+
+def forward_css(theme: Theme, scope: str = "") -> str:
+    """How forward frames look: elements not made yet ghosted, the op just run outlined."""
+    step = theme.step
+    s = f"{scope} " if scope else ""
+    return (
+        f"{s}.gv_future{{opacity:0.07}}"
+        f"{s}.gv_future .gv_grad{{visibility:hidden}}"
+        f"{s}.gv_born{{opacity:1}}"
+        f"{s}.gv_born>path,{s}.gv_born>polygon,{s}.gv_born>ellipse{{stroke:{step.active_border};"
+        f"stroke-width:{step.active_width}px}}"
+    )
 
 
 # -- one layout, restyled per step ---------------------------------------------------------
@@ -156,29 +465,54 @@ def replay_options(recording: Recording, **options: Any) -> RenderOptions:
 
 def replay_layout(recording: Recording, **options: Any) -> tuple[SvgTemplate, RenderOptions]:
     """Lay the replay out once per set of options (cached on the recording)."""
+    template, render_options, _ = _layout(recording, **options)
+    return template, render_options
+
+
+def _layout(
+    recording: Recording, **options: Any
+) -> tuple[SvgTemplate, RenderOptions, dict[str, int]]:
+    """The cached layout, its options, and when each element appears (``_born``)."""
     render_options = replay_options(recording, **options)
     dot = to_dot(recording.graph, render_options)
-    cache: dict[str, SvgTemplate] = recording.__dict__.setdefault("_layouts", {})
+    cache: dict[str, tuple[SvgTemplate, dict[str, int]]] = recording.__dict__.setdefault(
+        "_layouts", {}
+    )
     key = hashlib.sha1(dot.encode()).hexdigest()
     if key not in cache:
         prefix = render_options.prefix or recording.graph.prefix
         labelled = {f"{prefix}_e_{k.replace('.', '_')}" for k in render_options.edge_labels}
         labelled |= {f"{prefix}_l_{t}" for t in render_options.link_labels}
-        cache[key] = SvgTemplate(run_dot(dot, "svg").decode("utf-8"), labelled)
-    return cache[key], render_options
+        template = SvgTemplate(run_dot(dot, "svg").decode("utf-8"), labelled)
+        cache[key] = (template, _born(recording, dot))
+    template, born = cache[key]
+    return template, render_options, born
 
 
 def step_svg(recording: Recording, index: int, **options: Any) -> str:
-    _check_index(recording, index)
-    template, render_options = replay_layout(recording, **options)
+    """One step as a standalone SVG; negative steps are forward frames (under ``watch()``)."""
+    _check_step(recording, index)
+    template, render_options, born = _layout(recording, **options)
     prefix = render_options.prefix or recording.graph.prefix
-    schedule = _schedule(recording, prefix)
-    return template.render(classes_at(schedule, index), step_css(render_options.theme))
+    view = str(render_options.view)
+    schedule = _schedule(recording, prefix, {view: born} if born else None)
+    css = step_css(render_options.theme)
+    if born:
+        css += forward_css(render_options.theme)
+    return template.render(classes_at(schedule, index, view), css)
 
 
 def save_steps(recording: Recording, folder: Path, **options: Any) -> list[Path]:
+    """``step-000.svg`` (the seed) to ``step-N.svg``; under ``watch()`` first
+    ``forward-001.svg`` to ``forward-F.svg``, one per forward op, in the stepper's order."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
+    count = len(recording.forward_ops)
+    for forward_index in range(1, count + 1):
+        path = folder / f"forward-{forward_index:03d}.svg"
+        svg = step_svg(recording, forward_index - count - 1, **options)
+        path.write_text(svg, encoding="utf-8")
+        written.append(path)
     for index in range(len(recording)):
         path = folder / f"step-{index:03d}.svg"
         path.write_text(step_svg(recording, index, **options), encoding="utf-8")
@@ -186,13 +520,36 @@ def save_steps(recording: Recording, folder: Path, **options: Any) -> list[Path]
     return written
 
 
-def replay_data(recording: Recording, prefix: str | None = None) -> dict[str, Any]:
-    """Everything the browser stepper needs besides the SVG, as plain JSON data."""
+def replay_data(
+    recording: Recording,
+    prefix: str | None = None,
+    born: dict[str, dict[str, int]] | None = None,
+) -> dict[str, Any]:
+    """Everything the browser stepper needs besides the SVG, as plain JSON data.
+
+    ``born``: per view, when each element appears (``_born``); ``replay_born`` computes it.
+    Under ``watch()`` the data also holds ``first`` (-F) and ``forward`` (the panel of each
+    forward frame, in order); without it, neither key exists.
+    """
     prefix = prefix or recording.graph.prefix
     steps = [describe_step(recording, i) for i in range(len(recording))]
-    return {
+    data: dict[str, Any] = {
         "prefix": prefix,
         "count": len(recording),
-        "schedule": _schedule(recording, prefix),
+        "schedule": _schedule(recording, prefix, born),
         "steps": steps,
     }
+    count = len(recording.forward_ops)
+    if count:
+        data["first"] = -count
+        data["forward"] = [describe_forward(recording, j) for j in range(1, count + 1)]
+    return data
+
+
+def replay_born(
+    recording: Recording, views: tuple[str, ...], **options: Any
+) -> dict[str, dict[str, int]]:
+    """Per view, when each element appears during the forward frames (empty without them)."""
+    if not recording.forward_ops:
+        return {}
+    return {view: _layout(recording, view=view, **options)[2] for view in views}

@@ -3,6 +3,11 @@
 The SVGs, schedule and panel data go to the browser once, as traits; after that only
 ``step`` (and ``view``) travel, in both directions, so stepping never waits on the kernel.
 ``import gradviz`` does not load this module: ``gradviz.Stepper`` imports it on first use.
+
+Steps are numbered as in ``gradviz.replay``: 0 is the seed and 1..N the backward steps; a
+recording made under ``gradviz.watch()`` also has one forward frame per forward op before
+the seed, steps -F..-1 (``goto_forward(j)`` reaches the j-th op), and the stepper opens on
+the first of them, so a lecture sees the graph grow before the backward pass runs.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import traitlets
 
 from gradviz.html import asset_text, static_html, stepper_payload
 from gradviz.recording import Recording
-from gradviz.replay import Frame
+from gradviz.replay import ForwardFrame, Frame, first_step, forward_frame, step_svg, steps_text
 
 __all__ = ["Stepper"]
 
@@ -34,7 +39,7 @@ class Stepper(anywidget.AnyWidget):
     def __init__(
         self,
         recording: Recording,
-        step: int = 0,
+        step: int | None = None,
         view: str = "backward",
         **options: Any,
     ) -> None:
@@ -45,22 +50,27 @@ class Stepper(anywidget.AnyWidget):
             svgs=payload["svgs"],
             data=payload["data"],
             css=payload["css"],
-            step=step,
+            step=first_step(recording) if step is None else step,
             view=view,
         )
 
     @property
+    def first(self) -> int:
+        """The first step: -F under ``watch()`` (the first forward op), else 0 (the seed)."""
+        return first_step(self.recording)
+
+    @property
     def last(self) -> int:
-        """The last step's index (frames run from 0, the seed, to ``last``)."""
+        """The last step's index (backward frames run from 0, the seed, to ``last``)."""
         return len(self.recording.steps)
 
     def _no_step(self, index: int) -> str:
-        return f"step {index} does not exist: this recording has steps 0 (the seed) to {self.last}"
+        return f"step {index} does not exist: this recording has {steps_text(self.recording)}"
 
     @traitlets.validate("step")
     def _check_step(self, proposal: Any) -> int:
         value = int(proposal["value"])
-        if not 0 <= value <= self.last:
+        if not self.first <= value <= self.last:
             raise traitlets.TraitError(self._no_step(value))
         return value
 
@@ -77,12 +87,13 @@ class Stepper(anywidget.AnyWidget):
         return int(self.step)
 
     def prev(self) -> int:
-        """One step back (stays at the seed); returns the new step."""
-        self.step = max(self.step - 1, 0)
+        """One step back (stays at the first step); returns the new step."""
+        self.step = max(self.step - 1, self.first)
         return int(self.step)
 
     def goto(self, index: int) -> int:
-        """Jump to step ``index``; negative counts from the end, like a list."""
+        """Jump to backward step ``index`` (0: the seed); negative counts from the end, like
+        a list. Forward frames: ``goto_forward``, or set ``step`` to -F..-1."""
         if index < 0:
             index += self.last + 1
         if not 0 <= index <= self.last:
@@ -90,14 +101,21 @@ class Stepper(anywidget.AnyWidget):
         self.step = index
         return int(self.step)
 
+    def goto_forward(self, index: int) -> int:
+        """Jump to forward frame ``index`` (1: the first forward op ran); returns the step."""
+        self.step = forward_frame(self.recording, index).step
+        return int(self.step)
+
     @property
-    def frame(self) -> Frame:
-        """The replay state at the current step."""
+    def frame(self) -> Frame | ForwardFrame:
+        """The replay state at the current step (a ``ForwardFrame`` before the seed)."""
+        if self.step < 0:
+            return forward_frame(self.recording, self.step - self.first + 1)
         return self.recording.frame(self.step)
 
     def svg(self) -> str:
         """The current step as a standalone SVG (what the Download button saves)."""
-        return self.recording.svg(step=self.step, **self._options)
+        return step_svg(self.recording, self.step, **self._options)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view, plus a static final step for places where widgets do not run."""
