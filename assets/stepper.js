@@ -27,6 +27,7 @@ let mounted = 0;
 
 // The class rules; gradviz.replay.classes_at is the Python reference and a test compares them.
 export function nodeClass(ran, index) {
+  if (index < 0) return ""; // a forward frame: backward has not started
   if (ran === null || ran === undefined) return "gv_notrun";
   if (ran < index) return "gv_done";
   return ran === index ? "gv_active" : "gv_pending";

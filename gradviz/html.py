@@ -157,7 +157,10 @@ def replay_html(recording: Recording, title: str | None = None, **options: Any) 
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
     css = asset_text("stepper.css")
     js = _script_safe_js(asset_text("stepper.js"))
-    name = title or f"gradviz replay: {len(recording.steps)} steps"
+    steps = f"{len(recording.steps)} steps"
+    if recording.forward_ops:
+        steps = f"{len(recording.forward_ops)} forward ops, then {steps}"
+    name = title or f"gradviz replay: {steps}"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -319,10 +319,13 @@ def _schedule(
 def classes_at(schedule: dict[str, Any], index: int, view: str = "backward") -> dict[str, str]:
     """The replay classes of every scheduled element at step ``index`` in ``view``.
 
-    Several classes are joined by a space, the backward one first (``gv_pending gv_born``).
+    Several classes are joined by a space, the backward one first (``gv_hidegrad gv_born``).
+    During forward frames (negative steps) nodes carry no backward class: they only appear.
     """
     classes: dict[str, str] = {}
     for element_id, ran in schedule["nodes"].items():
+        if index < 0:
+            continue  # a forward frame: backward has not started, nodes just exist (or not)
         if ran is None:
             classes[element_id] = "gv_notrun"
         elif ran < index:

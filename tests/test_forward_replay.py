@@ -1,0 +1,227 @@
+"""The replay of the forward pass, op by op, before the backward pass (under watch()).
+
+Steps -F..-1 are the forward frames (one per forward op, in the order they ran), 0 the seed
+and 1..N the backward steps, as without watch(). Each forward frame reveals exactly what
+its op made: its output tensors, and the backward nodes it created.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import gradviz
+from gradviz.lessons import lesson
+from gradviz.recording import Recording
+from gradviz.replay import (
+    _layout,
+    _schedule,
+    classes_at,
+    first_step,
+    forward_frames,
+    replay_born,
+    replay_data,
+)
+
+pytestmark = pytest.mark.needs_dot
+
+LETTERS = "abcdefghijk"
+
+
+@pytest.fixture(scope="module")
+def watched() -> Recording:
+    with gradviz.watch() as w:
+        built = lesson("ten-ops").build()
+    return w.record(*built.roots)
+
+
+@pytest.fixture(scope="module")
+def plain() -> Recording:
+    built = lesson("ten-ops").build()
+    return gradviz.record(*built.roots, names=built.names)
+
+
+def _schedule_of(recording: Recording) -> dict[str, object]:
+    prefix = recording.graph.prefix
+    return _schedule(recording, prefix, replay_born(recording, ("backward", "combined")))
+
+
+def _born_at(schedule: dict[str, object], index: int, view: str) -> set[str]:
+    return {k for k, v in classes_at(schedule, index, view).items() if "gv_born" in v.split()}
+
+
+def test_forward_frames_follow_the_ops_in_order(watched: Recording) -> None:
+    ops = watched.forward_ops
+    frames = forward_frames(watched)
+    assert len(frames) == len(ops) == 12 and first_step(watched) == -12
+    assert [f.op for f in frames] == ops  # the very ops, in the order they ran
+    assert [f.step for f in frames] == list(range(-12, 0))
+    assert [f.index for f in frames] == list(range(1, 13))
+    forward = watched.graph.forward
+    assert forward is not None
+    made = [forward.label(t) for f in frames for t in f.outputs if f.op.kind != "requires_grad"]
+    assert made == list(LETTERS)  # a .. k, each made by its own op
+    assert watched.forward_frame(4).narration == (
+        f"c.requires_grad = True at {ops[3].line.short()}: "  # type: ignore[union-attr]
+        "c joins the graph (a leaf that requires grad)"
+    )
+    assert "i = g / h at lessons.py:" in frames[9].narration
+    assert frames[9].narration.endswith(": DivBackward0 recorded")
+    with pytest.raises(IndexError, match="1 to 12"):
+        watched.forward_frame(13)
+
+
+def test_each_backward_node_appears_with_the_op_that_made_it(watched: Recording) -> None:
+    frames = forward_frames(watched)
+    seen: list[str] = []
+    for frame in frames:
+        for node_id in frame.nodes:
+            assert watched.forward_op(node_id) is frame.op
+        seen += frame.nodes
+        assert frame.visible_nodes == tuple(n.id for n in watched.graph.nodes if n.id in seen)
+    assert sorted(seen) == sorted(n.id for n in watched.graph.nodes)
+    by_name = {f.op.line.text.strip(): f for f in frames if f.op.line}  # type: ignore[union-attr]
+    c = watched.graph.tensor("c")
+    assert by_name["c.requires_grad = True"].nodes == (c.node_id,)  # AccumulateGrad(c)
+    assert by_name["c = a * b"].nodes == ()  # nothing required grad yet
+
+
+def test_each_forward_frame_reveals_exactly_its_outputs(watched: Recording) -> None:
+    """Combined view: the op node, its output boxes, the edges into and out of it."""
+    schedule = _schedule_of(watched)
+    prefix = watched.graph.prefix
+    forward = watched.graph.forward
+    assert forward is not None
+    box_id = {link: f"{prefix}_{record}" for record, link in forward.tensor_links.items()}
+    boxes = set(box_id.values())
+    ops = {f"{prefix}_op{op.index}" for op in watched.forward_ops}
+    for frame in forward_frames(watched):
+        born = _born_at(schedule, frame.step, "combined")
+        op = frame.op
+        if op.kind == "requires_grad":  # no new box: c was there, its node joins
+            assert born & boxes == set()
+        else:
+            assert born & boxes == {box_id[t] for t in frame.outputs}, op.name
+        expected_op = set() if op.kind == "factory" else {f"{prefix}_op{op.index}"}
+        assert born & ops == expected_op
+        assert {f"{prefix}_{n}" for n in frame.nodes} <= born
+        for element in born:  # an edge appears with its later end: this op's element
+            match = re.fullmatch(rf"{prefix}_fe_(\w+?)_(op\d+|f\d+)", element)
+            if match:
+                assert f"op{op.index}" in match.groups(), element
+        future = {
+            k for k, v in classes_at(schedule, frame.step, "combined").items() if "gv_future" in v
+        }
+        later = {box_id[t] for f in forward_frames(watched)[frame.index :] for t in f.outputs}
+        later -= {box_id[t] for f in forward_frames(watched)[: frame.index] for t in f.outputs}
+        assert later <= future
+
+
+def test_backward_view_grows_node_by_node(watched: Recording) -> None:
+    schedule = _schedule_of(watched)
+    prefix = watched.graph.prefix
+    nodes = {f"{prefix}_{n.id}" for n in watched.graph.nodes}
+    for frame in forward_frames(watched):
+        classes = classes_at(schedule, frame.step, "backward")
+        visible = {n for n in nodes if "gv_future" not in classes.get(n, "")}
+        assert visible == {f"{prefix}_{n}" for n in frame.visible_nodes}
+        assert _born_at(schedule, frame.step, "backward") & nodes == {
+            f"{prefix}_{n}" for n in frame.nodes
+        }
+        assert all(
+            not set(c.split()) & {"gv_pending", "gv_done", "gv_active"} for c in classes.values()
+        )
+
+
+def test_backward_frames_are_unchanged_by_watch(watched: Recording, plain: Recording) -> None:
+    """From the seed on, the classes are those of the same lesson recorded without watch."""
+    schedule = _schedule_of(watched)
+    reference = _schedule(plain, plain.graph.prefix)
+    rename = {plain.graph.prefix: watched.graph.prefix}
+    assert len(watched) == len(plain) and watched.order == plain.order
+    for index in range(len(watched)):
+        for view in ("backward", "combined"):
+            assert classes_at(schedule, index, view) == {
+                k.replace(*next(iter(rename.items()))): v
+                for k, v in classes_at(reference, index, view).items()
+            }
+        assert watched.frame(index).active == (watched.order[index - 1] if index else None)
+
+
+def test_recordings_without_watch_have_no_forward_frames(plain: Recording, tmp_path: Path) -> None:
+    assert first_step(plain) == 0 and replay_born(plain, ("backward", "combined")) == {}
+    data = replay_data(plain)
+    assert "first" not in data and "forward" not in data and "born" not in data["schedule"]
+    assert [p.name for p in plain.save_steps(tmp_path)][:1] == ["step-000.svg"]
+    assert "gv_future" not in plain.svg(step=0)
+    with pytest.raises(IndexError, match="no forward frames"):
+        plain.forward_frame(1)
+    with pytest.raises(IndexError, match=r"steps 0 \(the seed\) to 7$"):
+        plain.svg(step=-1)
+
+
+def test_step_svgs_and_files_of_forward_frames(watched: Recording, tmp_path: Path) -> None:
+    paths = watched.save_steps(tmp_path)
+    names = [p.name for p in paths]
+    assert names[:12] == [f"forward-{j:03d}.svg" for j in range(1, 13)]
+    assert names[12:] == [f"step-{i:03d}.svg" for i in range(len(watched))]
+    prefix = watched.graph.prefix
+    first = paths[0].read_text()
+    k_node = f"{prefix}_{watched.graph.tensor('k').node_id}"
+    assert re.search(rf'id="{k_node}" class="[^"]*\bgv_future\b', first)
+    assert ".gv_future{" in first
+    last_forward = paths[11].read_text()
+    assert re.search(rf'id="{k_node}" class="[^"]*\bgv_born\b', last_forward)
+    assert 'gv_future"' not in paths[12].read_text()  # from the seed on, everything exists
+    combined = watched.svg(step=-10, view="combined")  # c = a * b just ran
+    c_box = f"{prefix}_{watched.graph.tensor('c').id}"
+    assert re.search(rf'id="{c_box}" class="[^"]*\bgv_born\b', combined)
+    with pytest.raises(IndexError, match="forward frames -12 to -1"):
+        watched.svg(step=-13)
+
+
+def test_stepper_opens_on_the_first_forward_op(watched: Recording) -> None:
+    stepper = gradviz.Stepper(watched)
+    assert stepper.step == stepper.first == -12 and stepper.last == 7
+    assert stepper.frame.op is watched.forward_ops[0]  # type: ignore[union-attr]
+    assert stepper.prev() == -12  # stays at the first forward op
+    assert stepper.goto_forward(10) == -3 and "DivBackward0" in stepper.frame.narration
+    assert stepper.next() == -2 and stepper.goto(3) == 3  # goto keeps backward numbering
+    assert stepper.frame.active == watched.order[2]  # type: ignore[union-attr]
+    assert stepper.goto(-1) == 7  # negative counts from the end, like a list
+    stepper.step = -1
+    assert stepper.frame.op is watched.forward_ops[-1]  # type: ignore[union-attr]
+    assert 'gv_born"' in stepper.svg() or "gv_born " in stepper.svg()
+    with pytest.raises(Exception, match="does not exist"):
+        stepper.step = -13
+    assert gradviz.Stepper(watched, step=0).step == 0
+
+
+def test_payload_ships_forward_frames(watched: Recording) -> None:
+    from gradviz.html import replay_html, stepper_payload
+
+    payload = stepper_payload(watched, step=-5)
+    data = payload["data"]
+    assert data["first"] == -12 and data["count"] == len(watched)
+    assert [f["narration"] for f in data["forward"]] == [
+        f.narration for f in forward_frames(watched)
+    ]
+    assert set(data["schedule"]["born"]) == {"backward", "combined"}
+    assert ".gv_future{" in payload["css"]["scoped"] and ".gv_born{" in payload["css"]["plain"]
+    svg = payload["svgs"]["combined"]
+    replay = ("gv_hidegrad", "gv_flowing", "gv_future", "gv_born")
+    shipped = {
+        element: " ".join(c for c in classes.split() if c in replay)
+        for element, classes in re.findall(r'<g id="([^"]+)" class="([^"]*)"', svg)
+    }
+    expected = classes_at(data["schedule"], -5, "combined")
+    assert {k: v for k, v in shipped.items() if v} == expected
+    page = replay_html(watched)
+    assert '"step":-12' in page and "12 forward ops, then 7 steps" in page
+
+
+def test_layout_is_shared_by_all_frames(watched: Recording) -> None:
+    template, _, born = _layout(watched, view="combined")
+    assert born and set(born) <= set(template.ids)  # every scheduled element is drawn
