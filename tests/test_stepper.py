@@ -120,3 +120,22 @@ def test_payload_svgs_start_at_the_given_step(recording: Recording) -> None:
     shipped = dict(re.findall(r'<g id="([^"]+)" class="[^"]*?(gv_[a-z]+)"', svg))
     expected = classes_at(payload["data"]["schedule"], 2)
     assert {k: v for k, v in shipped.items() if k in expected} == expected
+
+
+def test_watched_stepper_sends_forward_steps_as_plain_numbers(wire: list[Wire]) -> None:
+    """Under watch() the forward frames are steps -F..-1; only ``step`` travels, as before."""
+    with gradviz.watch() as w:
+        built = lesson("ten-ops").build()
+    watched = w.record(*built.roots)
+    stepper = gradviz.Stepper(watched)
+    (channel,) = [c for c in wire if "svgs" in c.sent[0][1].get("state", {})]
+    opened = channel.sent[0][1]["state"]
+    assert opened["step"] == -12 and opened["data"]["first"] == -12
+    assert len(opened["data"]["forward"]) == len(watched.forward_ops)
+    before = len(channel.sent)
+    stepper.next()
+    stepper.goto_forward(12)
+    stepper.next()
+    updates = [data for kind, data in channel.sent[before:] if kind == "comm_msg"]
+    assert [u["state"] for u in updates] == [{"step": -11}, {"step": -1}, {"step": 0}]
+    assert stepper.frame.active is None  # the seed
