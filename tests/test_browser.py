@@ -1,8 +1,7 @@
 """The stepper in a real browser: the offline page, and the widget inside JupyterLab.
 
-Playwright's own browser download does not work on these machines (DESIGN §9), so
-Debian's Chromium is launched with a fresh profile and everything that phones home off.
-Each test prints the per-step latency it measured; none asserts on time.
+Chromium is driven as ``tests/browser_support.py`` describes. Each test prints the
+per-step latency it measured; none asserts on time.
 """
 
 from __future__ import annotations
@@ -28,23 +27,13 @@ import pytest
 import gradviz
 from gradviz.lessons import lesson
 from gradviz.recording import Recording
-from gradviz.replay import classes_at, replay_data
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from gradviz.replay import classes_at, forward_frames, replay_born, replay_data
+from tests.browser_support import chromium
 
 # The class each scheduled element carries, read inside one stepper only.
 READ_CLASSES = """([root, ids]) => {
-  const replay = ["gv_done","gv_active","gv_pending","gv_notrun","gv_hidegrad","gv_flowing"];
+  const replay = ["gv_done","gv_active","gv_pending","gv_notrun","gv_hidegrad","gv_flowing",
+    "gv_future","gv_born"];
   const out = {};
   for (const id of ids) {
     const el = root.querySelector(`svg [id="${id}"]`);
@@ -73,26 +62,6 @@ TIMED_CLICK = """async ([root, selector]) => {
   await new Promise((resolve) => requestAnimationFrame(() => resolve()));
   return performance.now() - t0;
 }"""
-
-
-@contextmanager
-def chromium(profile: Path) -> Iterator[Any]:
-    """A Chromium context with a fresh profile that accepts downloads."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            args=ARGS,
-            headless=True,
-            accept_downloads=True,
-            viewport={"width": 1200, "height": 900},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
 
 
 def report_latency(where: str, samples: list[float]) -> None:
@@ -185,6 +154,82 @@ def test_standalone_replay(ten_ops: Recording, tmp_path: Path) -> None:
     local = ("file:", "data:", "blob:")  # blob: is the download, made in the page itself
     assert [url for url in requests if not url.startswith(local)] == []
     report_latency("standalone page", timings)
+
+
+@pytest.fixture(scope="module")
+def ten_ops_watched() -> Recording:
+    with gradviz.watch() as w:
+        built = lesson("ten-ops").build()
+    return w.record(*built.roots)
+
+
+@pytest.mark.browser
+@pytest.mark.needs_dot
+def test_standalone_replay_grows_the_forward_pass_first(
+    ten_ops_watched: Recording, tmp_path: Path
+) -> None:
+    """Under watch(): forward frames -12..-1 (one per op), then the seed and the backward
+    steps; in both views the classes at every frame are gradviz.replay.classes_at's."""
+    recording = ten_ops_watched
+    page_file = recording.save(tmp_path / "replay.html")
+    views = ("backward", "combined")
+    data = replay_data(recording, born=replay_born(recording, views))
+    schedule, prefix, last = data["schedule"], data["prefix"], len(recording.steps)
+    frames = forward_frames(recording)
+    first = -len(frames)
+    assert first == data["first"] == -12
+    errors: list[str] = []
+    with chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(page_file.as_uri())
+        root = page.wait_for_selector(".gv-stepper")
+
+        def check(index: int, view: str) -> None:
+            ids = [*schedule["nodes"], *schedule["edges"], *schedule["links"]]
+            ids += [i for i in schedule["born"][view] if i not in ids]
+            assert root.get_attribute("data-step") == str(index)
+            seen = page.evaluate(READ_CLASSES, [root, ids])
+            assert seen == classes_at(schedule, index, view), (index, view)
+            counter = root.query_selector(".gv-counter").inner_text()
+            panel = root.query_selector(".gv-panel").inner_text()
+            if index < 0:
+                frame = frames[index - first]
+                assert counter == f"forward {frame.index} / {len(frames)}"
+                assert frame.narration in panel.replace("\n", " ")
+                born = {k for k, v in seen.items() if "gv_born" in v}
+                assert {f"{prefix}_{n}" for n in frame.nodes} <= born
+            else:
+                assert counter == f"step {index} / {last}"
+
+        for view in views:
+            root.query_selector(".gv-view").select_option(view)
+            if not root.query_selector(".gv-first").is_disabled():
+                root.query_selector(".gv-first").click()
+            check(first, view)  # the page opens on the first forward op
+            assert root.query_selector(".gv-prev").is_disabled()
+            for index in range(first + 1, last + 1):  # forward frames, the seed, backward
+                root.query_selector(".gv-next").click()
+                check(index, view)
+            assert root.query_selector(".gv-next").is_disabled()
+
+        # the combined view at "i = g / h": DivBackward0 and the box of i appear together
+        div = frames[9]
+        assert div.op.name == "div"
+        root.focus()
+        page.keyboard.press("Home")
+        for _ in range(9):
+            page.keyboard.press("ArrowRight")
+        check(div.step, "combined")
+        i_box = f"{prefix}_{recording.graph.tensor('i').id}"
+        born = sorted(a.get_attribute("id") for a in root.query_selector_all("svg .gv_born"))
+        assert f"{prefix}_op{div.op.index}" in born and i_box in born
+        assert f"{prefix}_{div.nodes[0]}" in born
+        assert "i = g / h" in root.query_selector(".gv-panel").inner_text()
+        with page.expect_download() as download:
+            root.query_selector(".gv-download").click()
+        assert download.value.suggested_filename == "gradviz-forward-010.svg"
+    assert not errors
 
 
 # -- 2. the widget in JupyterLab -------------------------------------------------------------
