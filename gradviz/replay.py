@@ -262,6 +262,13 @@ def forward_narration(recording: Recording, op: FOp) -> str:
     if op.line is not None:
         code = op.line.text.strip()
         where = f"{code} at {op.line.short()}" if code else f"{op.name} at {op.line.short()}"
+        line = (op.line.filename, op.line.lineno)
+        shared = [
+            o for o in recording.forward_ops if o.line and (o.line.filename, o.line.lineno) == line
+        ]
+        if code and len(shared) > 1 and op.kind != "factory":  # say which op of the line
+            made = _names(_forward(recording), _op_outputs(op))
+            where += f": {op.name}" if made == op.name else f": {op.name} → {made}"
     return f"{where}: {_op_effect(recording, op)}"
 
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 import gradviz
 from gradviz.lessons import lesson
@@ -225,3 +226,23 @@ def test_payload_ships_forward_frames(watched: Recording) -> None:
 def test_layout_is_shared_by_all_frames(watched: Recording) -> None:
     template, _, born = _layout(watched, view="combined")
     assert born and set(born) <= set(template.ids)  # every scheduled element is drawn
+
+
+def test_in_place_frame_names_the_version_bump() -> None:
+    with gradviz.watch() as w:
+        a = torch.tensor(2.0, requires_grad=True)
+        b = torch.tensor(3.0, requires_grad=True)
+        c = a * b
+        d = torch.tensor(4.0, requires_grad=True)
+        e = c + d
+        c += 1
+    recording = w.record(e)
+    last = forward_frames(recording)[-1]
+    assert last.op.kind == "inplace" and last.step == -1
+    assert last.narration.startswith("c += 1 at ")
+    assert "c's version 0 → 1" in last.narration
+    schedule = _schedule_of(recording)
+    prefix = recording.graph.prefix
+    born = _born_at(schedule, -1, "combined")
+    assert f"{prefix}_op{last.op.index}" in born  # the in-place op and c's new version
+    assert any(element.startswith(f"{prefix}_fe_op{last.op.index}_") for element in born)
