@@ -60,6 +60,11 @@ class Lesson:
     title: str
     build: Callable[[], Built]
     about: str = ""  # what to look at, one or two sentences for the gallery
+    # Its roots are scalars with no hooks on the way, no leaf holds a .grad from an earlier
+    # pass and every named tensor is on the graph: generic tests of record() (a plain
+    # backward of the roots) hold as they stand. The other lessons are each an exception to
+    # one of these, which is their point; test_lessons.py checks them one by one.
+    plain: bool = True
 
     @property
     def number(self) -> str:
@@ -200,6 +205,7 @@ LESSONS: tuple[Lesson, ...] = (
         _in_place,
         "c._version goes up after e used it. AddBackward0 saved nothing, so this backward "
         "runs; with e = c * d it would fail (notebook 03).",
+        plain=False,
     ),
     Lesson(
         "04-unbind",
@@ -220,6 +226,7 @@ LESSONS: tuple[Lesson, ...] = (
         _accumulate,
         "A.grad already holds one pass; this pass adds to it. B.retain_grad() keeps the "
         "gradient of a non-leaf.",
+        plain=False,
     ),
     Lesson(
         "07-second-derivative",
@@ -233,6 +240,7 @@ LESSONS: tuple[Lesson, ...] = (
         "y = x**2 is not a scalar: backward(gradient=v)",
         _gradient_arg,
         "The seed entering PowBackward0 is v, not 1: x.grad is the vector-Jacobian product.",
+        plain=False,
     ),
     Lesson(
         "09-hooks",
@@ -240,6 +248,7 @@ LESSONS: tuple[Lesson, ...] = (
         _hooks,
         "The hooks change gradients on the way; the replay flags the steps where what a "
         "node received is not what was sent.",
+        plain=False,
     ),
     Lesson(
         "10-no-grad-eval",

@@ -74,6 +74,27 @@ def test_replay_under_watch_is_the_same_pass(item: Lesson) -> None:
     assert [s.type_name for s in watched.steps] == [s.type_name for s in plain.steps]
 
 
+def _exceptions(built: Built) -> list[str]:
+    """What keeps a build from being a plain backward of scalar roots (Lesson.plain)."""
+    found = []
+    if any(root.numel() != 1 for root in built.roots):
+        found.append("a non-scalar root")
+    if any(t._backward_hooks for t in built.names.values()):
+        found.append("a tensor hook")
+    if any(t.is_leaf and t.grad is not None for t in built.names.values()):
+        found.append("a .grad from an earlier pass")
+    graph = gradviz.trace(*built.roots, names=built.names)
+    if any(t.node_id is None for t in graph.tensors if t.tensor is not None and t.requires_grad):
+        found.append("a named tensor off the graph")
+    return found
+
+
+@pytest.mark.parametrize("item", LESSONS, ids=lambda item: item.slug)
+def test_plain_says_whether_generic_checks_apply(item: Lesson) -> None:
+    exceptions = _exceptions(item.build())
+    assert (exceptions == []) is item.plain, exceptions
+
+
 def test_building_leaves_the_random_stream_alone() -> None:
     state = torch.get_rng_state()
     for item in LESSONS:

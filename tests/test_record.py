@@ -37,7 +37,7 @@ def model_case(build: Build) -> Case:
     return make
 
 
-CASES: dict[str, Case] = {item.slug: lesson_case(item) for item in LESSONS}
+CASES: dict[str, Case] = {item.slug: lesson_case(item) for item in LESSONS if item.plain}
 CASES.update({name: model_case(build) for name, build in MODELS.items()})
 
 

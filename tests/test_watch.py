@@ -123,7 +123,7 @@ def test_unnamed_tensors_are_labelled_by_their_op() -> None:
 def test_every_backward_step_links_to_its_forward_op(item: Lesson) -> None:
     with gradviz.watch() as w:
         built = item.build()
-    recording = w.record(*built.roots)
+    recording = w.record(*built.roots, gradient=built.gradient)
     for step in recording.steps:
         op = recording.forward_op(step.node_id)
         node = recording.graph.node(step.node_id)
