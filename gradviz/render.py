@@ -119,6 +119,24 @@ def _attrs(**attributes: str | float | None) -> str:
     return "[" + " ".join(parts) + "]"
 
 
+def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
+    """The opening lines every gradviz DOT shares: graph, node and edge defaults."""
+    t = theme
+    graph = _attrs(
+        id=prefix,
+        rankdir=direction,
+        bgcolor=t.background,
+        fontname=t.font,
+        nodesep="0.35",
+        ranksep="0.45",
+        pad="0.2",
+        **graph_extra,
+    )
+    node = _attrs(fontname=t.font, fontsize=11, fontcolor=t.text, margin="0.12,0.05", penwidth=1.4)
+    edge = _attrs(fontname=t.font, fontsize=10, color=t.edge, fontcolor=t.edge_label, arrowsize=0.7)
+    return ["digraph gradviz {", f"  graph {graph};", f"  node {node};", f"  edge {edge};"]
+
+
 class _DotWriter:
     def __init__(self, graph: Graph, options: RenderOptions) -> None:
         self.graph = graph
@@ -128,13 +146,7 @@ class _DotWriter:
         self.lines: list[str] = []
 
     def write(self) -> str:
-        t = self.theme
-        self.lines = [
-            "digraph gradviz {",
-            f"  graph {_attrs(id=self.prefix, rankdir=self.options.direction, bgcolor=t.background, fontname=t.font, nodesep='0.35', ranksep='0.45', pad='0.2')};",  # noqa: E501
-            f"  node {_attrs(fontname=t.font, fontsize=11, fontcolor=t.text, margin='0.12,0.05', penwidth=1.4)};",  # noqa: E501
-            f"  edge {_attrs(fontname=t.font, fontsize=10, color=t.edge, fontcolor=t.edge_label, arrowsize=0.7)};",  # noqa: E501
-        ]
+        self.lines = dot_header(self.theme, self.prefix, self.options.direction)
         self._roots()
         for node in self.graph.nodes:
             self._node(node)

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 
 from gradviz.forward import FOp, Forward, FTensor
 from gradviz.graph import Edge, Graph, Node, Role, TensorRecord
-from gradviz.render import RenderOptions, _attrs, _DotWriter, _tensor_table, html_text
+from gradviz.render import (
+    RenderOptions,
+    _attrs,
+    _DotWriter,
+    _tensor_table,
+    dot_header,
+    html_text,
+)
 
 __all__ = ["forward_aware_dot", "needs_forward"]
 
@@ -100,13 +107,7 @@ class _Writer(_DotWriter):
 
     # -- the whole picture ------------------------------------------------------------------
     def write(self) -> str:
-        t = self.theme
-        self.lines = [
-            "digraph gradviz {",
-            f"  graph {_attrs(id=self.prefix, rankdir=self.options.direction, bgcolor=t.background, fontname=t.font, nodesep='0.35', ranksep='0.45', pad='0.2', compound='true')};",  # noqa: E501
-            f"  node {_attrs(fontname=t.font, fontsize=11, fontcolor=t.text, margin='0.12,0.05', penwidth=1.4)};",  # noqa: E501
-            f"  edge {_attrs(fontname=t.font, fontsize=10, color=t.edge, fontcolor=t.edge_label, arrowsize=0.7)};",  # noqa: E501
-        ]
+        self.lines = dot_header(self.theme, self.prefix, self.options.direction, compound="true")
         boxes: dict[tuple[str, int], _Box] = {}
         both = self.show_forward and self.show_backward
         if self.show_forward:
