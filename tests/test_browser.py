@@ -398,3 +398,31 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
         print("\npage errors:", *errors, sep="\n  ")
     assert not [e for e in errors if "blob:" in e], errors  # anywidget loads our ESM as a blob
     report_latency("JupyterLab widget", timings)
+
+
+# -- 3. a big graph stays instant to step --------------------------------------------------------
+@pytest.mark.browser
+@pytest.mark.needs_dot
+@pytest.mark.slow
+def test_stepping_a_3000_node_replay(tmp_path: Path) -> None:
+    """Steps only toggle classes, so a 3,000-node replay steps as fast as a small one."""
+    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    from workloads import synthetic  # the benchmark's residual-style graph
+
+    recording = gradviz.record(synthetic(3000)())
+    assert len(recording.graph.nodes) >= 3000
+    with pytest.warns(gradviz.GradvizWarning, match="lays out quickly"):
+        page_file = recording.save(tmp_path / "big.html")
+    prefix = recording.graph.prefix
+    with chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        page.goto(page_file.as_uri())
+        root = page.wait_for_selector(".gv-stepper", timeout=60_000)
+        timings = []
+        for node_id in recording.order[:40]:
+            timings.append(page.evaluate(TIMED_CLICK, [root, ".gv-next"]))
+            active = root.query_selector_all("svg .gv_active")
+            assert [a.get_attribute("id") for a in active] == [f"{prefix}_{node_id}"]
+        timings.append(page.evaluate(TIMED_CLICK, [root, ".gv-last"]))
+        assert root.get_attribute("data-step") == str(len(recording.steps))
+    report_latency(f"standalone page, {len(recording.graph.nodes)} nodes", timings)
