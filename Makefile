@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 OUT ?= out
 SYSTEM_PACKAGES := .ci/ensure-system-packages
 
-.PHONY: help setup system demo test lint typecheck pytest lab bench assets clean FORCE
+.PHONY: help setup system system-browser demo test lint typecheck pytest lab bench assets clean FORCE
 
 help:
 	@echo "make demo   set up, then render the built-in lessons into $(OUT)/"
@@ -35,8 +35,12 @@ $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-spec
 
 setup: $(VENV)/.installed system
 
+# Graphviz for everything that draws; Chromium only for the browser tests.
 system:
-	@bash $(SYSTEM_PACKAGES) dot=graphviz chromium=chromium
+	@bash $(SYSTEM_PACKAGES) dot=graphviz
+
+system-browser:
+	@bash $(SYSTEM_PACKAGES) chromium=chromium
 
 demo: setup
 	@echo "==> rendering the built-in lessons into $(OUT)/"
@@ -51,7 +55,7 @@ typecheck: setup
 	@echo "==> mypy --strict gradviz"
 	$(BIN)/mypy --strict gradviz
 
-pytest: setup
+pytest: setup system-browser
 	@echo "==> pytest"
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
