@@ -27,7 +27,7 @@ from gradviz.render import (
     html_text,
 )
 
-__all__ = ["forward_aware_dot", "needs_forward"]
+__all__ = ["collapsed_box", "collapsed_members", "forward_aware_dot", "needs_forward"]
 
 _ARITHMETIC = frozenset(
     (
@@ -52,6 +52,27 @@ def needs_forward(view: str) -> str:
         "    with gradviz.watch() as w:\n        loss = model(x).sum()\n"
         f"    w.trace(loss).save('graph.svg', view={view!r})"
     )
+
+
+def collapsed_box(data: Forward, module: int | None, depth: int | None) -> int | None:
+    """The module drawn as one box for a node or op of ``module`` at ``collapse_depth``."""
+    if module is None or depth is None:
+        return None
+    chain = data.module_chain(module)
+    return chain[depth].index if len(chain) > depth else None
+
+
+def collapsed_members(graph: Graph, depth: int) -> dict[int, list[str]]:
+    """Module index -> the backward nodes drawn inside its box at ``collapse_depth=depth``
+    (graph order). The box's DOT name is ``bm<index>``, its SVG id ``<prefix>_bm<index>``."""
+    members: dict[int, list[str]] = defaultdict(list)
+    if graph.forward is None:
+        return {}
+    for node in graph.nodes:
+        box = collapsed_box(graph.forward, graph.forward.node_modules.get(node.id), depth)
+        if box is not None:
+            members[box].append(node.id)
+    return dict(members)
 
 
 def forward_aware_dot(graph: Graph, options: RenderOptions) -> str:
@@ -164,11 +185,11 @@ class _Writer(_DotWriter):
         """(the cluster to draw in, the collapsed module box or None) for a module scope."""
         if module is None:
             return None, None
-        chain = self.data.module_chain(module)
         depth = self.options.collapse_depth
-        if depth is not None and len(chain) > depth:
-            collapsed = chain[depth].index
-            parent = chain[depth - 1].index if depth > 0 else None
+        collapsed = collapsed_box(self.data, module, depth)
+        if collapsed is not None:
+            assert depth is not None
+            parent = self.data.module_chain(module)[depth - 1].index if depth > 0 else None
             return (parent if self.options.modules else None), collapsed
         return (module if self.options.modules else None), None
 
@@ -364,12 +385,17 @@ class _Writer(_DotWriter):
             + ";"
         )
 
-    def _module_box(self, name: str, index: int, cluster: int | None, css: str) -> None:
+    def _module_box(
+        self, name: str, index: int, cluster: int | None, css: str, note: str = ""
+    ) -> None:
         scope = self.data.modules[index]
         label = (
             f"<<B>{html_text(scope.path or scope.type_name)}</B><BR/>"
-            f'<FONT POINT-SIZE="9">{html_text(scope.type_name)}</FONT>>'
+            f'<FONT POINT-SIZE="9">{html_text(scope.type_name)}</FONT>'
         )
+        if note:
+            label += f'<BR/><FONT POINT-SIZE="8"><I>{html_text(note)}</I></FONT>'
+        label += ">"
         line = f"  {name} " + _attrs(
             id=f"{self.prefix}_{name}",
             class_=css,
@@ -417,6 +443,8 @@ class _Writer(_DotWriter):
         if not self.show_forward:
             self._roots()
         collapsed_seen: set[int] = set()
+        depth = self.options.collapse_depth
+        inside = {} if depth is None else collapsed_members(self.graph, depth)
         for node in self.graph.nodes:
             module = self.data.node_modules.get(node.id)
             cluster, collapsed = self._group(module)
@@ -425,7 +453,9 @@ class _Writer(_DotWriter):
                 self.node_group[node.id] = name
                 if collapsed not in collapsed_seen:
                     collapsed_seen.add(collapsed)
-                    self._module_box(name, collapsed, cluster, "gv_bmodule")
+                    count = len(inside.get(collapsed, ()))
+                    note = f"{count} node{'s' if count != 1 else ''} inside"
+                    self._module_box(name, collapsed, cluster, "gv_bmodule", note)
                 continue
             before = len(self.lines)
             self._node(node)
@@ -433,26 +463,41 @@ class _Writer(_DotWriter):
             del self.lines[before:]
             self.cluster_lines[cluster].extend(self._mark(w, node.id) for w in written)
         self._emit_clusters("b")
-        seen: set[tuple[str, str]] = set()
+        merged: dict[tuple[str, str], list[Edge]] = {}
         for edge in self.graph.edges:
             src = self.node_group.get(edge.src)
             dst = None if edge.dst is None else self.node_group.get(edge.dst)
             if src is None and dst is None:
                 self._edge(edge)
                 continue
-            self._group_edge(edge, src or edge.src, dst or edge.dst, seen)
+            if edge.dst is None or (src or edge.src) == (dst or edge.dst):
+                continue  # inside one box, or a None slot of a node drawn inside a box
+            merged.setdefault((src or edge.src, dst or edge.dst), []).append(edge)
+        for (src_name, dst_name), edges in merged.items():
+            self._group_edge(src_name, dst_name, edges)
         if not self.show_forward:
             self._tensors()
 
-    def _group_edge(
-        self, edge: Edge, src: str, dst: str | None, seen: set[tuple[str, str]]
-    ) -> None:
-        if dst is None or src == dst or (src, dst) in seen:
-            return
-        seen.add((src, dst))
+    def _group_edge(self, src: str, dst: str, edges: list[Edge]) -> None:
+        """One edge into, out of or between collapsed boxes for the graph ``edges`` it merges.
+
+        It takes the id of the merged edge whose gradient flows first (``edge_labels`` is
+        in flow order, as ``gradviz.replay.replay_options`` builds it), so the replay
+        reveals it then; its label is that gradient, "+k more" when others merge into it.
+        """
+        order = {key: i for i, key in enumerate(self.options.edge_labels)}
+        flowing = sorted((e for e in edges if e.key in order), key=lambda e: order[e.key])
+        first = flowing[0] if flowing else edges[0]
+        text = self.options.edge_labels.get(first.key)
+        if text and len(flowing) > 1:
+            text += f" +{len(flowing) - 1} more"
         self.lines.append(
             f"  {src} -> {dst} "
-            + _attrs(id=f"{self.prefix}_e_{edge.src}_{edge.slot}", class_="gv_edge")
+            + _attrs(
+                id=f"{self.prefix}_e_{first.src}_{first.slot}",
+                class_="gv_edge gv_merged" if len(edges) > 1 else "gv_edge",
+                label=self._grad_label(text),
+            )
             + ";"
         )
 
