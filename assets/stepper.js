@@ -9,6 +9,12 @@
 // Steps: 0 is the seed, 1..N the backward steps. A recording made under gradviz.watch() also
 // has forward frames -F..-1 before the seed (data.first = -F), one per forward op: elements
 // appear (schedule.born[view]: the step an element is made at) as the code builds the graph.
+//
+// Module views (data.modules, under gradviz.watch(model)): "modules" draws one cluster per
+// module; "collapsed-D" draws every module deeper than D as one box (schedule.boxes: the steps
+// at which a node inside it runs). Clicking a box expands it: the stepper switches to the
+// next depth's layout (or "modules"), where that module is a cluster, at the same step, and
+// zooms to it; the depth control goes back.
 
 const REPLAY_CLASSES = [
   "gv_done",
@@ -19,6 +25,7 @@ const REPLAY_CLASSES = [
   "gv_flowing",
   "gv_future",
   "gv_born",
+  "gv_partial",
 ];
 const SPEEDS = [0.5, 1, 2, 4];
 const STEP_MS = 1000;
@@ -31,6 +38,15 @@ export function nodeClass(ran, index) {
   if (ran === null || ran === undefined) return "gv_notrun";
   if (ran < index) return "gv_done";
   return ran === index ? "gv_active" : "gv_pending";
+}
+
+// A collapsed module from its members' (sorted) steps, as gradviz.replay.box_class.
+export function boxClass(steps, index) {
+  if (index < 0) return "";
+  if (!steps.length) return "gv_notrun";
+  if (index < steps[0]) return "gv_pending";
+  if (index > steps[steps.length - 1]) return "gv_done";
+  return steps.includes(index) ? "gv_active" : "gv_partial";
 }
 
 export function flowClass(at, index) {
@@ -48,6 +64,7 @@ export function bornClass(at, index) {
 function elementClasses(schedule, index, view) {
   const out = new Map();
   for (const [id, ran] of Object.entries(schedule.nodes)) out.set(id, nodeClass(ran, index));
+  for (const [id, steps] of Object.entries(schedule.boxes || {})) out.set(id, boxClass(steps, index));
   for (const group of ["edges", "links"]) {
     for (const [id, at] of Object.entries(schedule[group])) out.set(id, flowClass(at, index));
   }
@@ -158,6 +175,9 @@ export function mount(el, model) {
   const schedule = data.schedule;
   const last = data.count - 1;
   const forward = data.forward || []; // the forward frames' panels (under watch())
+  const modules = data.modules || null; // module views: collapsed depths and what boxes open
+  const collapsedViews = modules ? modules.collapsed : [];
+  let lastCollapsed = modules ? modules.default : null;
   const start = Number(data.first) || 0; // -F, or 0 (the seed) without forward frames
   // unique even if the module is loaded twice on one page (the scoped stylesheet uses it)
   const id = `gvs${++mounted}-${Math.random().toString(36).slice(2, 8)}`;
@@ -205,15 +225,27 @@ export function mount(el, model) {
   const viewSelect = element("select", "gv-view");
   viewSelect.title = "View";
   for (const name of Object.keys(svgs)) {
-    const o = element("option", "", name);
-    o.value = name;
+    if (collapsedViews.includes(name) && name !== collapsedViews[0]) continue;
+    const choice = collapsedViews.includes(name) ? "collapsed" : name;
+    const o = element("option", "", choice);
+    o.value = choice;
     viewSelect.append(o);
   }
   viewSelect.addEventListener("change", () => {
-    model.set("view", viewSelect.value);
-    model.save_changes();
-    showView(viewSelect.value);
+    setView(viewSelect.value === "collapsed" ? lastCollapsed : viewSelect.value);
   });
+  // the depth of the collapsed view: modules deeper than it are one box each
+  const depthBox = element("label", "gv-depthbox", "collapse modules at depth ");
+  const depthSelect = element("select", "gv-depth");
+  depthSelect.title = "Draw each module at this depth (0: the model) as one box; click a box to expand it";
+  for (const name of collapsedViews) {
+    const o = element("option", "", name.slice("collapsed-".length));
+    o.value = name;
+    depthSelect.append(o);
+  }
+  depthSelect.addEventListener("change", () => setView(depthSelect.value));
+  depthBox.append(depthSelect);
+  depthBox.hidden = true;
   const labelsBox = element("label", "gv-labels");
   const labels = element("input");
   labels.type = "checkbox";
@@ -226,7 +258,9 @@ export function mount(el, model) {
   fit.classList.add("gv-fit");
   const download = button("Download SVG", "Download this step as SVG", () => downloadSvg());
   download.classList.add("gv-download");
-  tools.append(viewSelect, labelsBox, zoomOut, zoomIn, fit, download);
+  tools.append(viewSelect);
+  if (collapsedViews.length) tools.append(depthBox);
+  tools.append(labelsBox, zoomOut, zoomIn, fit, download);
 
   // -- graph and panel --
   const main = element("div", "gv-main");
@@ -250,13 +284,58 @@ export function mount(el, model) {
     const chosen = views.get(name);
     if (chosen === view) return;
     view = chosen;
-    viewSelect.value = name;
+    const collapsed = collapsedViews.includes(name);
+    viewSelect.value = collapsed ? "collapsed" : name;
+    depthBox.hidden = !collapsed;
+    if (collapsed) {
+      lastCollapsed = name;
+      depthSelect.value = name;
+    }
+    root.dataset.view = name;
     canvas.replaceChildren(view.svg);
     const natural = view.home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
     canvas.style.height = `${Math.max(180, Math.min(natural + 8, 640))}px`;
     view.showBox();
     shown = -1;
     render();
+  }
+
+  function setView(name) {
+    model.set("view", name);
+    model.save_changes();
+    showView(name);
+  }
+
+  // The collapsed module under a pointer event's target in the shown view, or null.
+  function boxAt(target) {
+    const opens = modules && modules.opens[view.name];
+    let g = opens && target && target.closest ? target.closest("g[id]") : null;
+    while (g && !opens[g.id]) g = g.parentElement ? g.parentElement.closest("g[id]") : null;
+    return g ? g.id : null;
+  }
+
+  // Expand a collapsed module: the layout where it is a cluster, same step, zoomed to it.
+  function expand(boxId) {
+    const info = modules.opens[view.name][boxId];
+    setView(info.opens);
+    for (const old of view.svg.querySelectorAll(".gv-expanded")) old.classList.remove("gv-expanded");
+    root.dataset.expanded = info.module;
+    const cluster = view.byId.get(info.cluster);
+    if (!cluster) return;
+    cluster.classList.add("gv-expanded");
+    const m = view.svg.getScreenCTM();
+    const rect = cluster.getBoundingClientRect();
+    if (!m || !rect.width) return;
+    const inv = m.inverse();
+    const a = new DOMPoint(rect.left, rect.top).matrixTransform(inv);
+    const b = new DOMPoint(rect.right, rect.bottom).matrixTransform(inv);
+    // centre the module, never closer than the graph's natural size (1 pt = 4/3 px)
+    const area = canvas.getBoundingClientRect();
+    const w = Math.max((b.x - a.x) * 1.5, area.width * 0.75);
+    const h = Math.max((b.y - a.y) * 1.5, area.height * 0.75);
+    const box = { x: (a.x + b.x - w) / 2, y: (a.y + b.y - h) / 2, w, h };
+    view.box = w >= view.home.w && h >= view.home.h ? { ...view.home } : box;
+    view.showBox();
   }
 
   function render() {
@@ -290,6 +369,7 @@ export function mount(el, model) {
     head.append(element("span", "gv-panel-index", index === 0 ? "seed" : `step ${index}`));
     head.append(element("span", "gv-panel-type", step.type || ""));
     parts.push(head);
+    if (step.module) parts.push(row("module", String(step.module)));
     if (step.forward) parts.push(row("forward op", String(step.forward)));
     else if (step.op && index > 0) parts.push(row("op", String(step.op)));
     if (step.received && step.received.length) parts.push(list("received", step.received.map(String)));
@@ -410,7 +490,7 @@ export function mount(el, model) {
   let drag = null;
   canvas.addEventListener("pointerdown", (event) => {
     if (event.button !== 0) return;
-    drag = { x: event.clientX, y: event.clientY, box: { ...view.box } };
+    drag = { x: event.clientX, y: event.clientY, box: { ...view.box }, hit: boxAt(event.target) };
     canvas.setPointerCapture(event.pointerId);
   });
   canvas.addEventListener("pointermove", (event) => {
@@ -427,7 +507,13 @@ export function mount(el, model) {
   const endDrag = () => {
     drag = null;
   };
-  canvas.addEventListener("pointerup", endDrag);
+  canvas.addEventListener("pointerup", (event) => {
+    // a click (not a drag) on a collapsed module expands it
+    const hit = drag && drag.hit;
+    const still = drag && Math.abs(event.clientX - drag.x) + Math.abs(event.clientY - drag.y) < 5;
+    endDrag();
+    if (hit && still) expand(hit);
+  });
   canvas.addEventListener("pointercancel", endDrag);
 
   // -- download the current step: its classes and the stylesheet inlined --

@@ -15,13 +15,17 @@ from typing import Any
 
 from gradviz.layout import step_css
 from gradviz.recording import Recording
+from gradviz.render_forward import collapsed_members
 from gradviz.replay import (
     classes_at,
     first_step,
     forward_css,
+    module_css,
+    module_views,
     replay_born,
     replay_data,
     replay_layout,
+    view_options,
 )
 from gradviz.theme import DARK, DEFAULT, Theme
 
@@ -115,22 +119,33 @@ def stepper_payload(
     prefix = ""
     index = len(recording.steps) if step is None else step
     data: dict[str, Any] = {}
-    born = replay_born(recording, VIEWS, **options)
-    for view in VIEWS:
-        template, render_options = replay_layout(recording, view=view, **options)
+    extra = module_views(recording)
+    views = (*VIEWS, *extra)
+    depths = [int(v.split("-")[1]) for v in extra if v.startswith("collapsed-")]
+    born = replay_born(recording, views, **options)
+    for view in views:
+        template, render_options = replay_layout(recording, **{**options, **view_options(view)})
         theme = render_options.theme
         prefix = render_options.prefix or recording.graph.prefix
         if not data:
-            data = replay_data(recording, prefix, born)
+            data = replay_data(recording, prefix, born, depths)
         classes = classes_at(data["schedule"], index, view)
         svgs[view] = _svg_element(template.render(classes))
+    if extra:
+        data["modules"] = _module_data(recording, prefix, extra)
+        _name_modules(recording, data["steps"])
     scoped = step_css(theme, SCOPE)
     plain = step_css(theme)
+    if extra:
+        scoped += module_css(theme, SCOPE)
+        plain += module_css(theme)
     if born:
         scoped += forward_css(theme, SCOPE)
         plain += forward_css(theme)
     if theme == DEFAULT:
         scoped += _dark_remap(DEFAULT, DARK) + step_css(DARK, f"{SCOPE}.gv-dark")
+        if extra:
+            scoped += module_css(DARK, f"{SCOPE}.gv-dark")
         if born:
             scoped += forward_css(DARK, f"{SCOPE}.gv-dark")
     return {
@@ -141,6 +156,47 @@ def stepper_payload(
         "view": "backward",
         "prefix": prefix,
     }
+
+
+DEFAULT_COLLAPSE_DEPTH = 1  # the module view the depth control opens on, when shipped
+
+
+def _module_data(recording: Recording, prefix: str, views: list[str]) -> dict[str, Any]:
+    """What the front end needs to expand a collapsed module: for each collapsed view, each
+    box's module and the view it opens in (the next depth, then ``modules``), where the
+    module is the cluster ``<prefix>_b_m<index>``."""
+    forward = recording.graph.forward
+    assert forward is not None
+    collapsed = [v for v in views if v.startswith("collapsed-")]
+    opens: dict[str, dict[str, dict[str, str]]] = {}
+    for position, view in enumerate(collapsed):
+        later = [*collapsed[position + 1 :], *[v for v in views if v == "modules"]]
+        target = later[0] if later else "backward"
+        depth = int(view.split("-")[1])
+        opens[view] = {
+            f"{prefix}_bm{module}": {
+                "module": forward.modules[module].label,
+                "opens": target,
+                "cluster": f"{prefix}_b_m{module}",
+            }
+            for module in collapsed_members(recording.graph, depth)
+        }
+    wanted = f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"
+    return {
+        "collapsed": collapsed,
+        "default": wanted if wanted in collapsed else collapsed[-1],
+        "opens": opens,
+    }
+
+
+def _name_modules(recording: Recording, steps: list[dict[str, Any]]) -> None:
+    """Each backward step's panel says which module it ran in (where one made its node)."""
+    forward = recording.graph.forward
+    assert forward is not None
+    for step in steps:
+        scope = forward.module_for_node(step["node"]) if step.get("node") else None
+        if scope is not None:
+            step["module"] = scope.label
 
 
 def _script_safe_js(source: str) -> str:

@@ -12,36 +12,52 @@ steps, exactly as without ``watch()``. The forward frame ``j`` (counted from 1, 
 says "forward j / F") is step ``j - F - 1``: ``forward_frame(recording, j)``. So ``frame(i)``,
 ``len(recording)`` and the ``step-NNN.svg`` files keep their backward numbering, and a
 recording without ``watch()`` has no negative steps at all.
+
+Module views (``watch(model)`` recordings of more than ``MODULE_VIEW_MIN_NODES`` nodes):
+``"modules"`` draws the backward graph in one cluster per module call, ``"collapsed-D"``
+draws each module deeper than ``D`` as one box (``bm<index>``) with the edges into and out
+of it. A box is pending until a node inside it runs, active at every step one does,
+``gv_partial`` between two of them (some inside have run, none runs now) and done once all
+have run; an edge that merges several graph edges reveals its gradient when the first flows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gradviz import biglayout
 from gradviz.explain import describe_step, narrate
 from gradviz.forward import FOp, Forward
 from gradviz.graph import Role
 from gradviz.layout import SvgTemplate, run_dot, step_css
 from gradviz.recording import Recording, short_text, value_text
 from gradviz.render import RenderOptions, to_dot
+from gradviz.render_forward import collapsed_members
 from gradviz.theme import Theme
 
 __all__ = [
+    "MODULE_VIEW_MIN_NODES",
     "ForwardFrame",
     "Frame",
+    "box_class",
     "classes_at",
     "first_step",
     "forward_css",
     "forward_frame",
     "make_frame",
     "make_frames",
+    "module_css",
+    "module_depths",
+    "module_views",
     "replay_data",
     "save_steps",
     "step_svg",
+    "view_options",
 ]
 
 
@@ -292,14 +308,98 @@ def describe_forward(recording: Recording, index: int) -> dict[str, Any]:
     }
 
 
+# -- module views: clusters, and modules below a depth drawn as one box -----------------------
+MODULE_VIEW_MIN_NODES = 8  # smaller graphs read at a glance: no module views for them
+MAX_COLLAPSED_LAYOUTS = 4  # collapse depths 0..3 at most, one layout each
+
+
+def module_depths(recording: Recording) -> list[int]:
+    """The collapse depths that draw at least one module as a box: 0 .. deepest - 1."""
+    forward = recording.graph.forward
+    if forward is None or not forward.node_modules:
+        return []
+    deepest = max(len(forward.module_chain(m)) for m in set(forward.node_modules.values()))
+    return list(range(min(deepest, MAX_COLLAPSED_LAYOUTS)))
+
+
+def module_views(recording: Recording) -> list[str]:
+    """The stepper's module views for this recording, in order: ``collapsed-0`` ..
+    ``collapsed-D`` and ``modules`` (clusters; left out above biglayout's node limit, as it
+    is the whole graph again). Empty without module data or for a handful of nodes."""
+    if len(recording.graph.nodes) <= MODULE_VIEW_MIN_NODES:
+        return []
+    depths = module_depths(recording)
+    if not depths:
+        return []
+    views = [f"collapsed-{d}" for d in depths]
+    if len(recording.graph.nodes) <= biglayout.LARGE_GRAPH_NODES:
+        views.append("modules")
+    return views
+
+
+def view_options(view: str) -> dict[str, Any]:
+    """Render options of a stepper view: ``backward``, ``combined``, ``modules`` or
+    ``collapsed-D`` (modules deeper than ``D`` as one box each, in their parents' clusters)."""
+    if view == "modules":
+        return {"view": "backward", "modules": True}
+    if view.startswith("collapsed-"):
+        return {"view": "backward", "modules": True, "collapse_depth": int(view[10:])}
+    return {"view": view}
+
+
+def _boxes(recording: Recording, prefix: str, depths: Sequence[int]) -> dict[str, list[int]]:
+    """Box id -> the steps at which a node inside it runs (sorted; empty: none runs).
+
+    A module is a box at one depth only (its own), so the boxes of several depths never
+    share an id."""
+    ran_at = {step.node_id: step.index for step in recording.steps}
+    boxes: dict[str, list[int]] = {}
+    for depth in depths:
+        for module, members in collapsed_members(recording.graph, depth).items():
+            steps = sorted(ran_at[n] for n in members if n in ran_at)
+            boxes[f"{prefix}_bm{module}"] = steps
+    return boxes
+
+
+def box_class(steps: Sequence[int], index: int) -> str:
+    """A collapsed module's class at step ``index`` from its members' steps (sorted)."""
+    if index < 0:
+        return ""  # a forward frame, as for nodes
+    if not steps:
+        return "gv_notrun"
+    if index < steps[0]:
+        return "gv_pending"
+    if index > steps[-1]:
+        return "gv_done"
+    return "gv_active" if index in steps else "gv_partial"
+
+
+def module_css(theme: Theme, scope: str = "") -> str:
+    """How a collapsed module looks part-way: some nodes inside have run, none runs now."""
+    step = theme.step
+    s = f"{scope} " if scope else ""
+    return (
+        f"{s}.gv_bmodule.gv_active>polyline{{stroke:{step.active_border};"
+        f"stroke-width:{step.active_width}px}}"
+        f"{s}.gv_partial>polygon{{stroke:{step.active_border};stroke-dasharray:5 3}}"
+        f"{s}.gv_bmodule.gv_done>polygon:first-of-type{{fill:{step.active_border};"
+        "fill-opacity:0.12}"
+    )
+
+
 # -- the schedule: at which step each element changes ----------------------------------------
 def _schedule(
-    recording: Recording, prefix: str, born: dict[str, dict[str, int]] | None = None
+    recording: Recording,
+    prefix: str,
+    born: dict[str, dict[str, int]] | None = None,
+    depths: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Element ids and the step at which they change, for Python and the browser alike.
 
     ``born`` (under ``watch()``): per view, the forward-frame step at which each element
     appears (``_born``); before it the element is ``gv_future``, at it ``gv_born``.
+    ``depths``: collapse depths whose module boxes to schedule (``boxes``: id -> the steps
+    at which a node inside runs; ``box_class`` turns them into a class).
     """
     graph = recording.graph
     ran_at = {step.node_id: step.index for step in recording.steps}
@@ -318,6 +418,8 @@ def _schedule(
         elif record.role is Role.LEAF and record.node_id in ran_at:
             links[f"{prefix}_l_{record.id}"] = ran_at[record.node_id]
     schedule: dict[str, Any] = {"nodes": nodes, "edges": edges, "links": links}
+    if depths:
+        schedule["boxes"] = _boxes(recording, prefix, depths)
     if born:
         schedule["born"] = born
     return schedule
@@ -341,6 +443,9 @@ def classes_at(schedule: dict[str, Any], index: int, view: str = "backward") -> 
             classes[element_id] = "gv_active"
         else:
             classes[element_id] = "gv_pending"
+    for element_id, steps in schedule.get("boxes", {}).items():
+        if index >= 0:
+            classes[element_id] = box_class(steps, index)
     for group in ("edges", "links"):
         for element_id, at in schedule[group].items():
             if at > index:
@@ -505,8 +610,12 @@ def step_svg(recording: Recording, index: int, **options: Any) -> str:
     template, render_options, born = _layout(recording, **options)
     prefix = render_options.prefix or recording.graph.prefix
     view = str(render_options.view)
-    schedule = _schedule(recording, prefix, {view: born} if born else None)
+    depth = render_options.collapse_depth
+    depths = [depth] if depth is not None and recording.graph.forward is not None else []
+    schedule = _schedule(recording, prefix, {view: born} if born else None, depths)
     css = step_css(render_options.theme)
+    if depths:
+        css += module_css(render_options.theme)
     if born:
         css += forward_css(render_options.theme)
     return template.render(classes_at(schedule, index, view), css)
@@ -534,10 +643,12 @@ def replay_data(
     recording: Recording,
     prefix: str | None = None,
     born: dict[str, dict[str, int]] | None = None,
+    depths: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Everything the browser stepper needs besides the SVG, as plain JSON data.
 
     ``born``: per view, when each element appears (``_born``); ``replay_born`` computes it.
+    ``depths``: the collapse depths of the module views shipped (their boxes' schedule).
     Under ``watch()`` the data also holds ``first`` (-F) and ``forward`` (the panel of each
     forward frame, in order); without it, neither key exists.
     """
@@ -546,7 +657,7 @@ def replay_data(
     data: dict[str, Any] = {
         "prefix": prefix,
         "count": len(recording),
-        "schedule": _schedule(recording, prefix, born),
+        "schedule": _schedule(recording, prefix, born, depths),
         "steps": steps,
     }
     count = len(recording.forward_ops)
@@ -557,9 +668,10 @@ def replay_data(
 
 
 def replay_born(
-    recording: Recording, views: tuple[str, ...], **options: Any
+    recording: Recording, views: Sequence[str], **options: Any
 ) -> dict[str, dict[str, int]]:
-    """Per view, when each element appears during the forward frames (empty without them)."""
+    """Per view (any name ``view_options`` knows), when each element appears during the
+    forward frames (empty without them)."""
     if not recording.forward_ops:
         return {}
-    return {view: _layout(recording, view=view, **options)[2] for view in views}
+    return {view: _layout(recording, **{**options, **view_options(view)})[2] for view in views}

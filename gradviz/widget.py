@@ -8,6 +8,10 @@ Steps are numbered as in ``gradviz.replay``: 0 is the seed and 1..N the backward
 recording made under ``gradviz.watch()`` also has one forward frame per forward op before
 the seed, steps -F..-1 (``goto_forward(j)`` reaches the j-th op), and the stepper opens on
 the first of them, so a lecture sees the graph grow before the backward pass runs.
+
+A ``watch(model)`` recording of more than a handful of nodes also has module views
+(``gradviz.replay.module_views``): ``view = "collapsed-1"`` draws each module at depth 1
+as one box, ``"modules"`` draws them as clusters; clicking a box in the browser expands it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ import traitlets
 
 from gradviz.html import asset_text, static_html, stepper_payload
 from gradviz.recording import Recording
-from gradviz.replay import ForwardFrame, Frame, first_step, forward_frame, step_svg, steps_text
+from gradviz.replay import (
+    ForwardFrame,
+    Frame,
+    first_step,
+    forward_frame,
+    step_svg,
+    steps_text,
+    view_options,
+)
 
 __all__ = ["Stepper"]
 
@@ -114,8 +126,9 @@ class Stepper(anywidget.AnyWidget):
         return self.recording.frame(self.step)
 
     def svg(self) -> str:
-        """The current step as a standalone SVG (what the Download button saves)."""
-        return step_svg(self.recording, self.step, **self._options)
+        """The current step in the current view as a standalone SVG (what the Download
+        button saves); module views (``collapsed-1``, ``modules``) draw as in the browser."""
+        return step_svg(self.recording, self.step, **{**self._options, **view_options(self.view)})
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view, plus a static final step for places where widgets do not run."""
