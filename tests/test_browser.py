@@ -33,7 +33,7 @@ from tests.browser_support import chromium
 # The class each scheduled element carries, read inside one stepper only.
 READ_CLASSES = """([root, ids]) => {
   const replay = ["gv_done","gv_active","gv_pending","gv_notrun","gv_hidegrad","gv_flowing",
-    "gv_future","gv_born"];
+    "gv_future","gv_born","gv_partial"];
   const out = {};
   for (const id of ids) {
     const el = root.querySelector(`svg [id="${id}"]`);
@@ -229,6 +229,109 @@ def test_standalone_replay_grows_the_forward_pass_first(
         with page.expect_download() as download:
             root.query_selector(".gv-download").click()
         assert download.value.suggested_filename == "gradviz-forward-010.svg"
+    assert not errors
+
+
+@pytest.mark.browser
+@pytest.mark.needs_dot
+def test_module_views_collapse_and_expand(tmp_path: Path) -> None:
+    """A watch(model) replay: in the collapsed views and the clustered one the classes at
+    every frame are classes_at's; clicking a box opens it in the next depth's layout at the
+    same step, where the node that runs is active inside its cluster."""
+    from gradviz.html import stepper_payload
+    from gradviz.render_forward import collapsed_members
+    from tests.test_module_views import residual_mlp
+
+    recording = residual_mlp()
+    payload = stepper_payload(recording)
+    data, prefix = payload["data"], payload["prefix"]
+    schedule, modules = data["schedule"], data["modules"]
+    assert modules["default"] == "collapsed-1"
+    first, last = data["first"], len(recording.steps)
+    page_file = recording.save(tmp_path / "replay.html")
+    errors: list[str] = []
+    with chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(page_file.as_uri())
+        root = page.wait_for_selector(".gv-stepper")
+        assert not root.query_selector(".gv-depthbox").is_visible()
+
+        def check(index: int, view: str) -> None:
+            assert root.get_attribute("data-step") == str(index)
+            assert root.get_attribute("data-view") == view
+            svg = payload["svgs"][view]
+            expected = {
+                k: v for k, v in classes_at(schedule, index, view).items() if f'id="{k}"' in svg
+            }
+            ids = [k for k in {**schedule["nodes"], **schedule["boxes"], **schedule["edges"],
+                               **schedule["links"], **schedule["born"][view]}
+                   if f'id="{k}"' in svg]  # fmt: skip
+            assert page.evaluate(READ_CLASSES, [root, ids]) == expected, (index, view)
+
+        root.query_selector(".gv-view").select_option("collapsed")
+        assert root.query_selector(".gv-depthbox").is_visible()
+        for view in (*modules["collapsed"], "modules"):
+            if view in modules["collapsed"]:
+                root.query_selector(".gv-view").select_option("collapsed")
+                root.query_selector(".gv-depth").select_option(view)
+            else:
+                root.query_selector(".gv-view").select_option(view)
+            if not root.query_selector(".gv-first").is_disabled():
+                root.query_selector(".gv-first").click()
+            check(first, view)
+            for index in range(first + 1, last + 1):
+                root.query_selector(".gv-next").click()
+                check(index, view)
+
+        # collapsed at depth 1: step to the first node inside Residual; its box is active
+        forward = recording.graph.forward
+        assert forward is not None
+        residual = next(m.index for m in forward.modules if m.type_name == "Residual")
+        inside = next(
+            s
+            for s in recording.steps
+            if residual
+            in [m.index for m in forward.module_chain(forward.node_modules.get(s.node_id))]
+        )
+        root.query_selector(".gv-view").select_option("collapsed")
+        root.query_selector(".gv-depth").select_option("collapsed-1")
+        root.focus()
+        page.keyboard.press("Home")
+        for _ in range(inside.index - first):
+            page.keyboard.press("ArrowRight")
+        check(inside.index, "collapsed-1")
+        box = f"{prefix}_bm{residual}"
+        assert _active(root) == [box]
+        assert "1 (Residual)" in root.query_selector(".gv-panel").inner_text()
+
+        root.query_selector(f'svg [id="{box}"]').click()  # expand it
+        check(inside.index, "collapsed-2")  # the same step, in the layout where it is open
+        assert root.get_attribute("data-expanded") == "1 (Residual)"
+        cluster = root.query_selector(f'svg [id="{prefix}_b_m{residual}"]')
+        assert "gv-expanded" in (cluster.get_attribute("class") or "")
+        active = _active(root)
+        assert len(active) == 1 and active[0] is not None
+        inside_cluster = """([root, outer, inner]) => {
+          const a = root.querySelector(`svg [id="${outer}"]`).getBBox();
+          const b = root.querySelector(`svg [id="${inner}"]`).getBBox();
+          return a.x <= b.x && a.y <= b.y && b.x + b.width <= a.x + a.width &&
+            b.y + b.height <= a.y + a.height;
+        }"""  # Graphviz draws clusters and their nodes as sibling groups
+        assert page.evaluate(inside_cluster, [root, f"{prefix}_b_m{residual}", active[0]])
+        deeper = {n: m for m, ns in collapsed_members(recording.graph, 2).items() for n in ns}
+        opened = deeper.get(inside.node_id)  # drawn as itself, or inside a box one level down
+        assert active == [
+            f"{prefix}_{inside.node_id}" if opened is None else f"{prefix}_bm{opened}"
+        ]
+        assert root.query_selector(".gv-depth").input_value() == "collapsed-2"
+        root.query_selector(".gv-next").click()  # stepping goes on in the expanded layout
+        check(inside.index + 1, "collapsed-2")
+        root.query_selector(".gv-depth").select_option("collapsed-1")  # collapse it again
+        check(inside.index + 1, "collapsed-1")
+        root.query_selector(".gv-view").select_option("backward")
+        assert not root.query_selector(".gv-depthbox").is_visible()
+        check(inside.index + 1, "backward")
     assert not errors
 
 
