@@ -379,7 +379,10 @@ export function mount(el, model) {
     parts.push(element("p", "gv-narration", step.narration || ""));
     if (step.flow_ok === false) parts.push(element("p", "gv-warning", "flow check failed"));
     if (step.checked === false) {
-      parts.push(element("p", "gv-warning", "the formula does not match the recorded numbers"));
+      // explain.py falls back to a plain sentence when a formula disagrees; unchecked means
+      // the saved tensors it needs were already freed, so the numbers could not be verified.
+      parts.push(element("p", "gv-note", "formula not checked: its saved tensors were freed " +
+        "(record with retain_graph=True to check it against the recorded numbers)"));
     }
     panel.replaceChildren(...parts);
   }
