@@ -7,10 +7,9 @@ a ``finally``, also when backward raises.
 
 from __future__ import annotations
 
-import functools
 import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,10 +17,10 @@ import torch
 
 from gradviz import _autograd
 from gradviz.errors import BackwardFailed, GradvizWarning, GraphFreed
-from gradviz.graph import Graph
+from gradviz.graph import Graph, Node
 from gradviz.recording import GradValue, Recording, Step
 from gradviz.summary import summarize
-from gradviz.trace import Params, trace
+from gradviz.trace import Params, gc_paused, trace
 
 __all__ = ["AUTO_ALL_MAX_NODES", "MEMORY_BUDGET", "Keep", "record", "record_grad"]
 
@@ -32,6 +31,8 @@ AUTO_ALL_MAX_NODES = 500
 MEMORY_BUDGET = 1 << 30  # 1 GiB
 
 TensorOrTensors = torch.Tensor | Sequence[torch.Tensor]
+PreHook = Callable[[tuple[torch.Tensor | None, ...]], None]
+PostHook = Callable[[tuple[torch.Tensor | None, ...], tuple[torch.Tensor | None, ...]], None]
 
 
 def record(
@@ -230,21 +231,8 @@ class _Recorder:
 
     # -- hooks (return None: they only look) -----------------------------------------------
     def prehook(self, node_id: str, grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
-        node = self.graph.node(node_id)
-        step = Step(
-            index=len(self.steps) + 1,
-            node_id=node_id,
-            type_name=node.type_name,
-            grad_outputs=tuple(self.kept_once(g) for g in grad_outputs),
-        )
-        # no strong references to the raw gradients: autograd may steal or reuse them
-        if node.leaf_tensor is not None:
-            step.leaf_grad_before = self.kept(node.leaf_tensor.grad)
-        for record_id, tensor in self.retained.get(node_id, ()):
-            if tensor.retains_grad and tensor.grad is not None:
-                step.retained[record_id] = self.kept(tensor.grad)  # type: ignore[assignment]
-        self.steps.append(step)
-        self.open_steps[node_id] = step
+        """What ``node_id`` received, before it runs (the hooks of ``hooks_for`` in one)."""
+        self.hooks_for(self.graph.node(node_id))[0](grad_outputs)
 
     def hook(
         self,
@@ -252,25 +240,56 @@ class _Recorder:
         grad_inputs: tuple[torch.Tensor | None, ...],
         grad_outputs: tuple[torch.Tensor | None, ...],
     ) -> None:
-        step = self.open_steps.pop(node_id)
-        step.grad_inputs = tuple(self.kept_once(g) for g in grad_inputs)
-        node = self.graph.node(node_id)
+        """What ``node_id`` sent, after it ran."""
+        self.hooks_for(self.graph.node(node_id))[1](grad_inputs, grad_outputs)
+
+    def hooks_for(self, node: Node) -> tuple[PreHook, PostHook]:
+        """The node's prehook and hook: closures with everything they need bound once
+        (two of them run per node, so lookups and attribute reads add up)."""
+        node_id = node.id
+        type_name = node.type_name
         leaf = node.leaf_tensor
-        if leaf is not None:
-            grad = leaf.grad
-            if (
-                step.leaf_grad_before is None
-                and grad is not None
-                and step.grad_outputs
-                and step.grad_outputs[0] is not None
-                and not getattr(leaf, "_post_accumulate_grad_hooks", None)
-            ):
-                # .grad was None, so AccumulateGrad set it to what it received (stolen or
-                # cloned, same values): store that once
-                step.leaf_grad_after = step.grad_outputs[0]
-            else:
-                step.leaf_grad_after = self.kept_once(grad)
-        step.finished = True
+        retained = self.retained.get(node_id, ())
+        steps = self.steps
+        open_steps = self.open_steps
+        kept_once = self.kept_once
+        kept = self.kept
+
+        def prehook(grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
+            step = Step(len(steps) + 1, node_id, type_name, tuple(map(kept_once, grad_outputs)))
+            # no strong references to the raw gradients: autograd may steal or reuse them
+            if leaf is not None:
+                step.leaf_grad_before = kept(leaf.grad)
+            for record_id, tensor in retained:
+                if tensor.retains_grad and tensor.grad is not None:
+                    step.retained[record_id] = kept(tensor.grad)  # type: ignore[assignment]
+            steps.append(step)
+            open_steps[node_id] = step
+
+        def hook(
+            grad_inputs: tuple[torch.Tensor | None, ...],
+            grad_outputs: tuple[torch.Tensor | None, ...],
+        ) -> None:
+            step = open_steps.pop(node_id)
+            step.grad_inputs = tuple(map(kept_once, grad_inputs))
+            if leaf is not None:
+                grad = leaf.grad
+                received = step.grad_outputs
+                if (
+                    step.leaf_grad_before is None
+                    and grad is not None
+                    and received
+                    and received[0] is not None
+                    and not getattr(leaf, "_post_accumulate_grad_hooks", None)
+                ):
+                    # .grad was None, so AccumulateGrad set it to what it received (stolen
+                    # or cloned, same values): store that once
+                    step.leaf_grad_after = received[0]
+                else:
+                    step.leaf_grad_after = kept_once(grad)
+            step.finished = True
+
+        return prehook, hook
 
     # -- the run -------------------------------------------------------------------------
     def run(self, backward: Any, input_nodes: list[str] | None) -> Recording:
@@ -283,28 +302,31 @@ class _Recorder:
             )
         handles = []
         error: BaseException | None = None
-        try:
-            for node in self.graph.nodes:
-                torch_node = node.torch_node
-                handles.append(
-                    torch_node.register_prehook(functools.partial(self.prehook, node.id))
-                )
-                handles.append(torch_node.register_hook(functools.partial(self.hook, node.id)))
-            backward()
-        except Exception as raised:  # re-raised below as BackwardFailed, with the steps
-            error = raised
-        finally:
-            for handle in handles:
-                handle.remove()
-            self.seen.clear()
-        recording = Recording(
-            graph=self.graph,
-            steps=self.steps,
-            seeds=self.seeds,
-            keep=self.keep,  # type: ignore[arg-type]
-            mode=self.mode,
-            input_nodes=input_nodes,
-        )
+        # the hooks allocate many small objects and free few: without the pause, the cyclic
+        # collector rescans them (and torch's own objects) over and over
+        with gc_paused():
+            try:
+                hooks_for = self.hooks_for
+                for node in self.graph.nodes:
+                    torch_node = node.torch_node
+                    prehook, hook = hooks_for(node)
+                    handles.append(torch_node.register_prehook(prehook))
+                    handles.append(torch_node.register_hook(hook))
+                backward()
+            except Exception as raised:  # re-raised below as BackwardFailed, with the steps
+                error = raised
+            finally:
+                for handle in handles:
+                    handle.remove()
+                self.seen.clear()
+            recording = Recording(
+                graph=self.graph,
+                steps=self.steps,
+                seeds=self.seeds,
+                keep=self.keep,  # type: ignore[arg-type]
+                mode=self.mode,
+                input_nodes=input_nodes,
+            )
         if error is not None:
             failed = next((s for s in reversed(self.steps) if not s.finished), None)
             where = "before any node ran"

@@ -13,7 +13,7 @@ import torch
 from gradviz import _autograd
 from gradviz.errors import NotOnGraph
 from gradviz.graph import Edge, Graph, Node, Role, SavedValue, TensorRecord
-from gradviz.summary import SMALL_NUMEL, summarize
+from gradviz.summary import SMALL_NUMEL, dtype_name, summarize
 
 __all__ = ["trace"]
 
@@ -32,12 +32,12 @@ def trace(
     win over ``params``.
     """
     walker = _Walker(roots, _named_tensors(params, names))
-    with _gc_paused():
+    with gc_paused():
         return walker.walk()
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """The walk allocates many small objects and frees none; the cyclic collector would
     rescan them over and over (it took half the time of a 100,000-node walk)."""
     was_enabled = gc.isenabled()
@@ -107,53 +107,57 @@ class _Walker:
         self.ids: dict[Any, str] = {}  # live torch node -> id; keys keep nodes alive
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
-        self.saved_names: dict[type, list[str]] = {}
+        # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
+        self.leaf_nodes: dict[int, str] = {}
 
     def walk(self) -> Graph:
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
+        ids = self.ids
+        visit = self._visit
+        edges = self.edges
         queue: deque[Any] = deque()
         root_ids: list[str] = []
         for torch_node, _ in root_edges:
-            if torch_node not in self.ids:
-                self._visit(torch_node)
+            if torch_node not in ids:
+                visit(torch_node)
                 queue.append(torch_node)
-            root_ids.append(self.ids[torch_node])
+            root_ids.append(ids[torch_node])
         while queue:
             torch_node = queue.popleft()
-            src = self.ids[torch_node]
+            src = ids[torch_node]
             for slot, (child, input_nr) in enumerate(_autograd.next_functions(torch_node)):
                 dst = None
                 if child is not None:
-                    if child not in self.ids:
-                        self._visit(child)
+                    dst = ids.get(child)
+                    if dst is None:
+                        dst = visit(child)
                         queue.append(child)
-                    dst = self.ids[child]
-                self.edges.append(Edge(src=src, slot=slot, dst=dst, input_nr=int(input_nr)))
-        tensors = self._tensor_records(root_edges)
-        return Graph(self.nodes, self.edges, _unique(root_ids), tensors)
+                edges.append(Edge(src, slot, dst, int(input_nr)))
+        tensors = self._tensor_records()
+        return Graph(self.nodes, edges, _unique(root_ids), tensors)
 
-    def _visit(self, torch_node: Any) -> None:
+    def _visit(self, torch_node: Any) -> str:
         node_id = f"n{len(self.nodes)}"
         self.ids[torch_node] = node_id
-        saved, freed = self._saved(torch_node)
+        values, freed = _autograd.saved_values(torch_node)
+        leaf = _autograd.leaf_variable(torch_node)
+        if leaf is not None:
+            self.leaf_nodes.setdefault(id(leaf), node_id)
         self.nodes.append(
             Node(
                 id=node_id,
                 type_name=type(torch_node).__name__,
                 name=_autograd.node_name(torch_node),
                 sequence_nr=_autograd.sequence_nr(torch_node),
-                saved=saved,
+                saved=tuple([_saved_value(name, value) for name, value in values]),
                 saved_freed=freed,
                 torch_node=torch_node,
-                leaf_tensor=_autograd.leaf_variable(torch_node),
+                leaf_tensor=leaf,
             )
         )
+        return node_id
 
-    def _saved(self, torch_node: Any) -> tuple[tuple[SavedValue, ...], bool]:
-        values, freed = _autograd.saved_values(torch_node)
-        return tuple(_saved_value(name, value) for name, value in values), freed
-
-    def _tensor_records(self, root_edges: list[tuple[Any, int]]) -> list[TensorRecord]:
+    def _tensor_records(self) -> list[TensorRecord]:
         records: list[TensorRecord] = []
         seen: set[int] = set()
 
@@ -176,28 +180,36 @@ class _Walker:
         name = self.named.get(id(tensor), (None, None))[0]
         node_id: str | None = None
         output_nr: int | None = None
-        if tensor.requires_grad:
-            torch_node, output_nr = _autograd.gradient_edge(tensor)
-            node_id = self.ids.get(torch_node)
-            if node_id is None:
-                output_nr = None
-        if not tensor.requires_grad:
+        requires_grad = tensor.requires_grad
+        is_leaf = tensor.is_leaf
+        if requires_grad:
+            # a leaf's gradient edge is its AccumulateGrad node (found by the walk), output 0
+            node_id = self.leaf_nodes.get(id(tensor)) if is_leaf else None
+            if node_id is not None:
+                output_nr = 0
+            else:
+                torch_node, output_nr = _autograd.gradient_edge(tensor)
+                node_id = self.ids.get(torch_node)
+                if node_id is None:
+                    output_nr = None
+        if not requires_grad:
             role = Role.CONSTANT
-        elif tensor.is_leaf:
+        elif is_leaf:
             role = Role.LEAF
         else:
             role = Role.BRANCH
-        grad = tensor.grad if (tensor.is_leaf or tensor.retains_grad) else None
+        grad = tensor.grad if (is_leaf or tensor.retains_grad) else None
+        grad_fn = tensor.grad_fn
         return TensorRecord(
             id=record_id,
             name=name,
             shape=tuple(tensor.shape),
-            dtype=str(tensor.dtype).removeprefix("torch."),
+            dtype=dtype_name(tensor.dtype),
             device=str(tensor.device),
-            requires_grad=tensor.requires_grad,
-            is_leaf=tensor.is_leaf,
+            requires_grad=requires_grad,
+            is_leaf=is_leaf,
             version=int(tensor._version),
-            grad_fn=None if tensor.grad_fn is None else type(tensor.grad_fn).__name__,
+            grad_fn=None if grad_fn is None else type(grad_fn).__name__,
             data=summarize(tensor),
             grad=None if grad is None else summarize(grad),
             role=role,
@@ -213,8 +225,8 @@ def _saved_value(name: str, value: object) -> SavedValue:
         if value.numel() <= SMALL_NUMEL:
             summary = summarize(value)
             return SavedValue(name, summary.text(), summary)
-        shape = "×".join(str(n) for n in value.shape)
-        return SavedValue(name, f"{str(value.dtype).removeprefix('torch.')} {shape}")
+        shape = "×".join(map(str, value.shape))
+        return SavedValue(name, f"{dtype_name(value.dtype)} {shape}")
     if isinstance(value, RuntimeError):
         return SavedValue(name, "unreadable: " + str(value).split("\n")[0][:120])
     if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):

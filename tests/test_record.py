@@ -12,9 +12,9 @@ import torch
 
 import gradviz
 from gradviz import BackwardFailed, GraphFreed, Recording
-from gradviz.graph import Summary, format_number
+from gradviz.graph import Node, Summary, format_number
 from gradviz.lessons import LESSONS, Lesson, lesson
-from gradviz.record import _Recorder
+from gradviz.record import PostHook, PreHook, _Recorder
 from gradviz.recording import as_summary
 from tests.models import MODELS, Build
 
@@ -54,20 +54,24 @@ def as_tensor(value: object) -> torch.Tensor:
 def hook_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Counts every call of gradviz's hooks, to prove they are gone afterwards."""
     calls: list[str] = []
-    prehook, hook = _Recorder.prehook, _Recorder.hook
+    hooks_for = _Recorder.hooks_for
 
-    def counting_prehook(self: _Recorder, node_id: str, grads: tuple[object, ...]) -> None:
-        calls.append(node_id)
-        prehook(self, node_id, grads)  # type: ignore[arg-type]
+    def counting_hooks_for(self: _Recorder, node: Node) -> tuple[PreHook, PostHook]:
+        prehook, hook = hooks_for(self, node)
 
-    def counting_hook(
-        self: _Recorder, node_id: str, gi: tuple[object, ...], go: tuple[object, ...]
-    ) -> None:
-        calls.append(node_id)
-        hook(self, node_id, gi, go)  # type: ignore[arg-type]
+        def counting_prehook(grads: tuple[torch.Tensor | None, ...]) -> None:
+            calls.append(node.id)
+            prehook(grads)
 
-    monkeypatch.setattr(_Recorder, "prehook", counting_prehook)
-    monkeypatch.setattr(_Recorder, "hook", counting_hook)
+        def counting_hook(
+            gi: tuple[torch.Tensor | None, ...], go: tuple[torch.Tensor | None, ...]
+        ) -> None:
+            calls.append(node.id)
+            hook(gi, go)
+
+        return counting_prehook, counting_hook
+
+    monkeypatch.setattr(_Recorder, "hooks_for", counting_hooks_for)
     yield calls
 
 
