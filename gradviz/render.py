@@ -67,13 +67,17 @@ class RenderOptions:
 def html_text(text: object) -> str:
     """Text made safe for a Graphviz HTML-like label (and hence for SVG and HTML)."""
     escaped = html.escape(str(text), quote=True)
+    if escaped.isprintable():  # the usual case: nothing to replace
+        return escaped
     # Graphviz reads HTML entities itself; keep only characters it can lay out.
     return "".join(ch if ch.isprintable() else " " for ch in escaped)
 
 
 def _quote(text: str) -> str:
     """A DOT double-quoted string (used for gradviz's own ids and attribute values)."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if '"' in text or "\\" in text:
+        text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text + '"'
 
 
 def svg_ids(prefix: str) -> dict[str, str]:
@@ -105,18 +109,25 @@ def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
 
 
 def _attrs(**attributes: str | float | None) -> str:
+    return "[" + _attr_list(attributes) + "]"
+
+
+def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
+    """``key=value`` pairs: HTML-like labels (``<...>``) as they are, other text quoted."""
     parts = []
     for key, value in attributes.items():
         if value is None:
             continue
-        key = key.rstrip("_")
-        if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
-            parts.append(f"{key}={value}")
-        elif isinstance(value, str):
-            parts.append(f"{key}={_quote(value)}")
+        if key[-1] == "_":
+            key = key.rstrip("_")
+        if isinstance(value, str):
+            if value[:1] == "<" and value[-1:] == ">":
+                parts.append(f"{key}={value}")
+            else:
+                parts.append(f"{key}={_quote(value)}")
         else:
             parts.append(f"{key}={value}")
-    return "[" + " ".join(parts) + "]"
+    return " ".join(parts)
 
 
 def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
@@ -144,6 +155,10 @@ class _DotWriter:
         self.theme = options.theme
         self.prefix = options.prefix or graph.prefix
         self.lines: list[str] = []
+        # the attributes every node / off-graph input shares, written once (same text and
+        # order as _attrs would give)
+        self._node_style = _attr_list(self._style(self.theme.node))
+        self._multi_output: dict[str, bool] = {}
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
@@ -182,18 +197,11 @@ class _DotWriter:
                     f'<FONT POINT-SIZE="9">{html_text(saved.name)} = {html_text(saved.text)}</FONT>'
                 )
         label = "<" + "<BR/>".join(rows) + ">"
-        style = self._style(self.theme.node)
+        node_class = '"gv_node gv_fold" shape="box"' if folded else '"gv_node" shape="box"'
+        more = " peripheries=2 " if folded else " "
         self.lines.append(
-            f"  {node.id} "
-            + _attrs(
-                id=f"{self.prefix}_{node.id}",
-                class_="gv_node gv_fold" if folded else "gv_node",
-                shape="box",
-                label=label,
-                peripheries=2 if folded else None,
-                **style,
-            )
-            + ";"
+            f"  {node.id} [id={_quote(f'{self.prefix}_{node.id}')} class={node_class} "
+            f"label={label}{more}{self._node_style}];"
         )
 
     def _edge(self, edge: Edge) -> None:
@@ -226,8 +234,15 @@ class _DotWriter:
                 + ";"
             )
             return
+        multi = self._multi_output.get(edge.dst)
+        if multi is None:
+            multi = self._multi_output[edge.dst] = self.graph.is_multi_output(edge.dst)
+        edge_id = _quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+        if label is None and not multi:  # the usual edge, written directly
+            self.lines.append(f'  {edge.src} -> {edge.dst} [id={edge_id} class="gv_edge"];')
+            return
         head = None
-        if self.graph.is_multi_output(edge.dst):
+        if multi:
             head = f"<{edge.input_nr}>"
         self.lines.append(
             f"  {edge.src} -> {edge.dst} "
