@@ -232,6 +232,56 @@ def test_values_for_small_tensors_summaries_for_large() -> None:
     assert b.norm == pytest.approx(torch.linalg.vector_norm(big).item())
 
 
+SUMMARY_CASES = {
+    "contiguous": lambda: torch.randn(16, 64),
+    "float64": lambda: torch.randn(300, dtype=torch.float64),
+    "transposed": lambda: torch.randn(64, 128).t(),
+    "permuted": lambda: torch.randn(2, 3, 8, 5).permute(2, 0, 3, 1),
+    "sliced, not dense": lambda: torch.randn(10, 10)[:, :5],
+    "expanded": lambda: torch.randn(1, 4, 8).expand(3, 4, 8),
+    "big": lambda: torch.randn(300, 300),
+    "big transposed": lambda: torch.randn(300, 300).t(),
+    "integers": lambda: torch.arange(100).reshape(10, 10).t(),
+    "half": lambda: torch.randn(40, 40).half(),
+}
+
+
+@pytest.mark.parametrize("case", list(SUMMARY_CASES))
+def test_summaries_match_torch_on_every_path(case: str) -> None:
+    from gradviz.summary import summarize
+
+    tensor = SUMMARY_CASES[case]()
+    summary = summarize(tensor)
+    exact = tensor.double()
+    assert summary.shape == tuple(tensor.shape) and summary.numel == tensor.numel()
+    assert summary.dtype == str(tensor.dtype).removeprefix("torch.")
+    assert summary.values == tuple(tensor.reshape(-1)[:6].tolist())  # row-major order
+    assert summary.min == tensor.min().item() and summary.max == tensor.max().item()
+    assert summary.mean == pytest.approx(exact.mean().item(), rel=1e-3, abs=1e-6)
+    rel = 1e-3 if tensor.dtype == torch.float16 else 1e-5  # half keeps its own rounding
+    assert summary.norm == pytest.approx(torch.linalg.vector_norm(exact).item(), rel=rel)
+
+
+@pytest.mark.parametrize("special", [float("inf"), float("-inf"), float("nan"), 3e38])
+def test_summaries_of_overflowing_values_match_torch_without_warnings(special: float) -> None:
+    import warnings
+
+    from gradviz.summary import summarize
+
+    tensor = torch.randn(100)
+    tensor[5] = special
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy would warn about overflow in a sum
+        summary = summarize(tensor)
+    low, high = torch.aminmax(tensor)
+    assert summary.min == pytest.approx(low.item(), nan_ok=True)
+    assert summary.max == pytest.approx(high.item(), nan_ok=True)
+    assert summary.mean == pytest.approx(tensor.mean().item(), nan_ok=True, rel=1e-5)
+    assert summary.norm == pytest.approx(
+        torch.linalg.vector_norm(tensor).item(), nan_ok=True, rel=1e-5
+    )
+
+
 def test_saved_values_then_freed_after_backward() -> None:
     a = torch.tensor(2.0, requires_grad=True)
     b = torch.tensor(3.0, requires_grad=True)
