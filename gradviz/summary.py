@@ -4,10 +4,11 @@ Small tensors (up to ``SMALL_NUMEL`` values) are read once with ``tolist()`` and
 Python. Bigger float32/float64 tensors take three reductions (``aminmax``, ``sum`` and a
 ``dot`` of the tensor with itself for the norm) and four ``item()`` reads: each torch call
 costs about a microsecond of Python overhead, which dominates for the many small
-gradients of a backward pass. Contiguous CPU ones of up to ``NUMPY_MAX`` values are read
-through a NumPy view of the same memory (no copy), whose calls cost a third of torch's;
-sums and squares go through BLAS ``dot``, and only when no float overflow can occur (else
-NumPy would warn): infinities and NaNs take the torch path.
+gradients of a backward pass. Dense CPU ones are read through a NumPy view of the same
+memory (no copy), whose calls cost a third of torch's and whose BLAS ``dot`` (for the
+squares, and for the sum of up to ``NUMPY_MAX`` values) is faster than torch's; NumPy runs
+a sum only where no float overflow can occur (else it would warn): infinities and NaNs
+are summed by torch.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ __all__ = ["SMALL_NUMEL", "dtype_name", "summarize"]
 SMALL_NUMEL = 16  # tensors up to this size keep every value
 PREVIEW = 6  # bigger tensors keep this many leading values
 
-NUMPY_MAX = 1 << 16  # above this, torch's kernels are faster than NumPy's
+NUMPY_MAX = 1 << 16  # sums above this size: torch.sum beats dot(x, ones)
 _SPLIT_MINMAX = 1 << 20  # from this size amin() + amax() take ~20% less than aminmax()
 
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
@@ -63,17 +64,6 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     """All values of a small tensor, or shape, first values, min, max, mean and norm."""
     data = tensor.detach()  # detached: nothing below is recorded by autograd
     numel = data.numel()
-    if (
-        small_numel < numel <= NUMPY_MAX
-        and data.dtype in _FAST_DTYPES
-        and data.is_cpu
-        and data.layout == torch.strided
-        and not data.is_neg()
-        and numpy is not None
-    ):
-        fast = _numpy_summary(data, numel)
-        if fast is not None:
-            return fast
     shape = tuple(data.shape)
     dtype = dtype_name(data.dtype)
     if data.layout != torch.strided or data.is_meta:
@@ -94,53 +84,87 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
             mean=sum(numbers) / numel,
             norm=float(sum(v * v for v in numbers) ** 0.5),
         )
+    if data.dtype in _FAST_DTYPES:
+        contiguous = data.is_contiguous()
+        flat = data.view(-1) if contiguous else _dense_flat(data)
+        if flat is not None:
+            if numpy is not None and data.is_cpu and not data.is_neg():
+                return _numpy_summary(data, flat, contiguous, shape, dtype, numel)
+            return _torch_summary(data, flat, shape, dtype, numel)
     values = _plain(_head(data, PREVIEW))
     if data.is_complex():
         return Summary(shape, dtype, numel, values, False)
-    flat = _dense_flat(data) if data.dtype in _FAST_DTYPES else None
-    if flat is not None:
-        if numel >= _SPLIT_MINMAX:  # two plain passes beat aminmax's one on big tensors
-            low, high = flat.amin().item(), flat.amax().item()
-        else:
-            low_t, high_t = torch.aminmax(flat)
-            low, high = low_t.item(), high_t.item()
-        mean = flat.sum().item() / numel
-        norm = math.sqrt(torch.dot(flat, flat).item())
-    else:
-        work = data if data.is_floating_point() else data.to(torch.float64)
-        low_t, high_t = torch.aminmax(work)
-        low, high = float(low_t), float(high_t)
-        mean = float(work.mean())
-        norm = float(torch.linalg.vector_norm(work))
-    return Summary(shape, dtype, numel, values, False, low, high, mean, norm)
+    work = data if data.is_floating_point() else data.to(torch.float64)
+    low_t, high_t = torch.aminmax(work)
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        values,
+        False,
+        float(low_t),
+        float(high_t),
+        float(work.mean()),
+        float(torch.linalg.vector_norm(work)),
+    )
 
 
-def _numpy_summary(data: torch.Tensor, numel: int) -> Summary | None:
-    """The summary through a NumPy view, or None where a sum could overflow (inf, NaN) or
-    the values do not fill their memory densely."""
-    contiguous = data.is_contiguous()
-    flat = data.view(-1) if contiguous else _dense_flat(data)
-    if flat is None:
-        return None
+def _numpy_summary(
+    data: torch.Tensor,
+    flat: torch.Tensor,
+    contiguous: bool,
+    shape: tuple[int, ...],
+    dtype: str,
+    numel: int,
+) -> Summary:
+    """A dense float tensor on the CPU, through a NumPy view of its memory (no copy)."""
     array = flat.numpy()
     low = float(array.min())
     high = float(array.max())
     big = max(-low, high)
-    if not big * big * numel < _SAFE_SQUARES[data.dtype]:  # also False for NaN and inf
-        return None
-    ones = _ONES.get(data.dtype)
-    if ones is None:
-        ones = _ONES[data.dtype] = numpy.ones(NUMPY_MAX, dtype=array.dtype)
+    safe = big * big * numel < _SAFE_SQUARES[data.dtype]  # False for NaN and inf too
+    if safe and numel <= NUMPY_MAX:
+        ones = _ONES.get(data.dtype)
+        if ones is None:
+            ones = _ONES[data.dtype] = numpy.ones(NUMPY_MAX, dtype=array.dtype)
+        total = float(array.dot(ones[:numel]))
+    else:
+        total = flat.sum().item()  # torch's sum: faster on big tensors, no NumPy warnings
+    # BLAS dot for the squares (NumPy's is faster than torch's); it would warn on overflow
+    squares = float(array.dot(array)) if safe else torch.dot(flat, flat).item()
+    head = array if contiguous else data.numpy().flat
     return Summary(
-        tuple(data.shape),
-        dtype_name(data.dtype),
+        shape,
+        dtype,
         numel,
-        tuple((array if contiguous else data.numpy().flat)[:PREVIEW].tolist()),
+        tuple(head[:PREVIEW].tolist()),
         False,
         low,
         high,
-        float(array.dot(ones[:numel])) / numel,
-        math.sqrt(float(array.dot(array))),
+        total / numel,
+        math.sqrt(squares),
+    )
+
+
+def _torch_summary(
+    data: torch.Tensor, flat: torch.Tensor, shape: tuple[int, ...], dtype: str, numel: int
+) -> Summary:
+    """A dense float tensor anywhere: three reductions and four item() reads."""
+    if numel >= _SPLIT_MINMAX:  # two plain passes beat aminmax's one on big tensors
+        low, high = flat.amin().item(), flat.amax().item()
+    else:
+        low_t, high_t = torch.aminmax(flat)
+        low, high = low_t.item(), high_t.item()
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        _plain(_head(data, PREVIEW)),
+        False,
+        low,
+        high,
+        flat.sum().item() / numel,
+        math.sqrt(torch.dot(flat, flat).item()),
     )
 
 
