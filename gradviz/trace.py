@@ -220,7 +220,17 @@ class _Walker:
         )
 
 
+_SCALARS = (int, bool, float, str, type(None))
+
+
 def _saved_value(name: str, value: object) -> SavedValue:
+    kind = type(value)
+    if kind is tuple:  # the commonest: sizes and strides
+        items: tuple[object, ...] = value  # type: ignore[assignment]
+        if not items or not isinstance(items[0], torch.Tensor):
+            return SavedValue(name, repr(value)[:80])
+    elif kind in _SCALARS:
+        return SavedValue(name, repr(value)[:80])
     if isinstance(value, torch.Tensor):
         if value.numel() <= SMALL_NUMEL:
             summary = summarize(value)
