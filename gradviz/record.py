@@ -17,9 +17,9 @@ import torch
 
 from gradviz import _autograd
 from gradviz.errors import BackwardFailed, GradvizWarning, GraphFreed
-from gradviz.graph import Graph, Node
+from gradviz.graph import Graph, Node, Summary
 from gradviz.recording import GradValue, Recording, Step
-from gradviz.summary import summarize
+from gradviz.summary import covers, summarize, summarize_view
 from gradviz.trace import Params, gc_paused, trace
 
 __all__ = ["AUTO_ALL_MAX_NODES", "MEMORY_BUDGET", "Keep", "record", "record_grad"]
@@ -168,6 +168,9 @@ class _Recorder:
     # id(tensor) -> (weak reference, _version, what was kept): a gradient tensor seen
     # again, unchanged (same object, same version), reuses what was kept the first time.
     seen: dict[int, tuple[weakref.ref[torch.Tensor], int, GradValue]] = field(default_factory=dict)
+    # id(memory's root tensor) -> (weak reference, _version, a summary of all of it): other
+    # dense views of that memory (transposes) reuse its statistics (keep="summary")
+    regions: dict[int, tuple[weakref.ref[torch.Tensor], int, Summary]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.keep == "auto":
@@ -213,10 +216,36 @@ class _Recorder:
         entry = self.seen.get(key)
         if entry is not None and entry[0]() is value and entry[1] == value._version:
             return entry[2]
-        kept = self.kept(value)
+        kept: GradValue | None = None
+        if self.keep == "summary":
+            kept = self._kept_view(value)
+            if kept is None:
+                kept = summarize(value)
+                self._remember_region(value, kept)
+        else:
+            kept = self.kept(value)
         if kept is not None:
             self.seen[key] = (weakref.ref(value), value._version, kept)
         return kept
+
+    def _kept_view(self, value: torch.Tensor) -> Summary | None:
+        """The summary of a view of memory summarized before (``TBackward`` passes on a
+        transpose of what it received): that summary's statistics, no new passes."""
+        root = value._base
+        if root is None:
+            root = value
+        entry = self.regions.get(id(root))
+        if entry is None or entry[0]() is not root or entry[1] != root._version:
+            return None
+        return summarize_view(value, entry[2]) if covers(value, root) else None
+
+    def _remember_region(self, value: torch.Tensor, kept: Summary) -> None:
+        """Keep ``kept``'s statistics for other views of the same memory."""
+        root = value._base
+        if root is None:
+            root = value
+        if not kept.complete and kept.min is not None and covers(value, root):
+            self.regions[id(root)] = (weakref.ref(root), root._version, kept)
 
     def set_seeds(self, roots: tuple[torch.Tensor, ...], seeds: tuple[torch.Tensor, ...]) -> None:
         """What enters each root node before any node runs (summed when roots share one)."""
@@ -319,6 +348,7 @@ class _Recorder:
                 for handle in handles:
                     handle.remove()
                 self.seen.clear()
+                self.regions.clear()
             recording = Recording(
                 graph=self.graph,
                 steps=self.steps,

@@ -27,7 +27,7 @@ except (ImportError, RuntimeError):  # pragma: no cover - depends on the environ
 
 from gradviz.graph import Scalar, Summary
 
-__all__ = ["SMALL_NUMEL", "dtype_name", "summarize"]
+__all__ = ["SMALL_NUMEL", "covers", "dtype_name", "summarize", "summarize_view"]
 
 SMALL_NUMEL = 16  # tensors up to this size keep every value
 PREVIEW = 6  # bigger tensors keep this many leading values
@@ -165,6 +165,47 @@ def _torch_summary(
         high,
         flat.sum().item() / numel,
         math.sqrt(torch.dot(flat, flat).item()),
+    )
+
+
+def covers(view: torch.Tensor, base: torch.Tensor) -> bool:
+    """True when ``view`` is a dense float view of exactly ``base``'s memory (``base``
+    itself, a transpose, a permute, a reshape): then its values in memory order, hence
+    its min, max, mean and norm as ``summarize`` computes them, are ``base``'s bit for bit."""
+    if view is base:
+        return view.dtype in _FAST_DTYPES and view.layout == torch.strided and view.is_contiguous()
+    return (
+        view.dtype in _FAST_DTYPES
+        and view.dtype == base.dtype
+        and view.layout == torch.strided
+        and base.layout == torch.strided
+        and view.numel() == base.numel()
+        and view.data_ptr() == base.data_ptr()
+        and view.is_neg() == base.is_neg()
+        and view.is_cpu == base.is_cpu
+        and base.is_contiguous()
+        and _dense_flat(view.detach()) is not None
+    )
+
+
+def summarize_view(view: torch.Tensor, summary: Summary) -> Summary:
+    """``summarize(view)`` from ``summary``, the summary of another view of the same memory
+    (both must ``covers()`` it): only the shape and the first values are the view's own."""
+    data = view.detach()
+    if numpy is not None and data.is_cpu and not data.is_neg():
+        values = tuple(data.numpy().flat[:PREVIEW].tolist())
+    else:
+        values = _plain(_head(data, PREVIEW))
+    return Summary(
+        tuple(data.shape),
+        summary.dtype,
+        summary.numel,
+        values,
+        False,
+        summary.min,
+        summary.max,
+        summary.mean,
+        summary.norm,
     )
 
 

@@ -341,6 +341,31 @@ def test_summary_mode_keeps_statistics_that_match_pytorch(name: str) -> None:
     assert [as_summary(v).values for v in summary.seeds.values()] == [(1.0,)]
 
 
+def test_summaries_of_views_are_the_summaries_of_the_values() -> None:
+    """TBackward passes on a transpose of what it received: its summary reuses the
+    statistics of that gradient and must equal a fresh summary of the view, exactly."""
+    from gradviz.summary import summarize
+
+    def build() -> torch.Tensor:
+        torch.manual_seed(3)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(64, 300), torch.nn.Tanh(), torch.nn.Linear(300, 32)
+        )
+        return model(torch.randn(8, 64)).square().mean()
+
+    full = gradviz.record(build(), keep="all")
+    summary = gradviz.record(build(), keep="summary")
+    transposes = 0
+    for kept, step in zip(summary.steps, full.steps, strict=True):
+        assert kept.flow_ok, kept.flow_note
+        transposes += kept.type_name == "TBackward0"
+        for small, big in zip(kept.grad_inputs, step.grad_inputs, strict=True):
+            assert (small is None) == (big is None)
+            if big is not None:
+                assert small == summarize(as_tensor(big))  # clone() keeps the strides
+    assert transposes == 2
+
+
 def test_auto_keeps_everything_for_small_graphs() -> None:
     built = lesson("chain").build()
     assert gradviz.record(*built.roots).keep == "all"
