@@ -69,20 +69,27 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     if data.layout != torch.strided or data.is_meta:
         return Summary(shape, dtype, numel, (), False)
     if numel <= small_numel:
-        values = _plain(data.reshape(-1).tolist())
-        if numel == 0 or data.is_complex():
-            return Summary(shape, dtype, numel, values, True)
-        numbers = [float(v) for v in values]
+        if numel == 0:
+            return Summary(shape, dtype, numel, (), True)
+        floats: list[float]
+        if data.dtype in _FAST_DTYPES:  # tolist() gives floats already
+            floats = data.reshape(-1).tolist()
+            values: tuple[Scalar, ...] = tuple(floats)
+        else:
+            values = _plain(data.reshape(-1).tolist())
+            if data.is_complex():
+                return Summary(shape, dtype, numel, values, True)
+            floats = [float(v) for v in values]
         return Summary(
-            shape=shape,
-            dtype=dtype,
-            numel=numel,
-            values=values,
-            complete=True,
-            min=min(numbers),
-            max=max(numbers),
-            mean=sum(numbers) / numel,
-            norm=float(sum(v * v for v in numbers) ** 0.5),
+            shape,
+            dtype,
+            numel,
+            values,
+            True,
+            min(floats),
+            max(floats),
+            sum(floats) / numel,
+            float(sum([v * v for v in floats]) ** 0.5),
         )
     if data.dtype in _FAST_DTYPES:
         contiguous = data.is_contiguous()
