@@ -12,7 +12,7 @@ import torch
 
 from gradviz import _autograd
 from gradviz.errors import NotOnGraph
-from gradviz.graph import Edge, Graph, Node, Role, SavedValue, TensorRecord
+from gradviz.graph import Edge, Graph, Node, Role, SavedValue, Summary, TensorRecord
 from gradviz.summary import SMALL_NUMEL, dtype_name, summarize
 
 __all__ = ["trace"]
@@ -109,6 +109,8 @@ class _Walker:
         self.edges: list[Edge] = []
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
         self.leaf_nodes: dict[int, str] = {}
+        # id(small saved tensor) -> (it, its _version, text, summary), for this walk only
+        self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
 
     def walk(self) -> Graph:
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
@@ -149,13 +151,27 @@ class _Walker:
                 type_name=type(torch_node).__name__,
                 name=_autograd.node_name(torch_node),
                 sequence_nr=_autograd.sequence_nr(torch_node),
-                saved=tuple([_saved_value(name, value) for name, value in values]),
+                saved=tuple([self._saved_value(name, value) for name, value in values]),
                 saved_freed=freed,
                 torch_node=torch_node,
                 leaf_tensor=leaf,
             )
         )
         return node_id
+
+    def _saved_value(self, name: str, value: object) -> SavedValue:
+        """``_saved_value``, summarizing a small saved tensor once per walk: the same tensor
+        (a weight, an activation) is often saved by several nodes."""
+        if type(value) is not torch.Tensor or value.numel() > SMALL_NUMEL:
+            return _saved_value(name, value)
+        key = id(value)
+        entry = self.saved_summaries.get(key)
+        version = value._version
+        if entry is None or entry[0] is not value or entry[1] != version:
+            summary = summarize(value)
+            entry = (value, version, summary.text(), summary)
+            self.saved_summaries[key] = entry  # holds the tensor: its id stays unique
+        return SavedValue(name, entry[2], entry[3])
 
     def _tensor_records(self) -> list[TensorRecord]:
         records: list[TensorRecord] = []
