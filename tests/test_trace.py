@@ -246,10 +246,16 @@ SUMMARY_CASES = {
 }
 
 
+@pytest.mark.parametrize("numpy_available", [True, False], ids=["numpy", "no numpy"])
 @pytest.mark.parametrize("case", list(SUMMARY_CASES))
-def test_summaries_match_torch_on_every_path(case: str) -> None:
+def test_summaries_match_torch_on_every_path(
+    case: str, numpy_available: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gradviz import summary as summary_module
     from gradviz.summary import summarize
 
+    if not numpy_available:  # NumPy is optional: the torch path must give the same numbers
+        monkeypatch.setattr(summary_module, "numpy", None)
     tensor = SUMMARY_CASES[case]()
     summary = summarize(tensor)
     exact = tensor.double()
