@@ -44,3 +44,14 @@ def chromium(profile: Path) -> Iterator[Any]:
             yield context
         finally:
             context.close()
+
+
+def open_local(context: Any, path: Path) -> tuple[Any, list[str], list[str]]:
+    """A new page at ``path`` (file://), with every request URL and page error it sees."""
+    page = context.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri(), wait_until="load")
+    return page, requests, errors

@@ -28,7 +28,7 @@ import gradviz
 from gradviz.lessons import lesson
 from gradviz.recording import Recording
 from gradviz.replay import classes_at, forward_frames, replay_born, replay_data
-from tests.browser_support import chromium
+from tests.browser_support import chromium, open_local
 
 # The class each scheduled element carries, read inside one stepper only.
 READ_CLASSES = """([root, ids]) => {
@@ -86,13 +86,8 @@ def test_standalone_replay(ten_ops: Recording, tmp_path: Path) -> None:
     data = replay_data(ten_ops)
     schedule, prefix, last = data["schedule"], data["prefix"], len(ten_ops.steps)
     ids = [*schedule["nodes"], *schedule["edges"], *schedule["links"]]
-    requests: list[str] = []
-    errors: list[str] = []
     with chromium(tmp_path / "profile") as context:
-        page = context.new_page()
-        page.on("request", lambda request: requests.append(request.url))
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(page_file.as_uri())
+        page, requests, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
 
         def check(index: int) -> None:
@@ -177,12 +172,9 @@ def test_standalone_replay_grows_the_forward_pass_first(
     schedule, prefix, last = data["schedule"], data["prefix"], len(recording.steps)
     frames = forward_frames(recording)
     first = -len(frames)
-    assert first == data["first"] == -12
-    errors: list[str] = []
+    assert first == data["first"] == -len(recording.forward_ops)
     with chromium(tmp_path / "profile") as context:
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(page_file.as_uri())
+        page, _, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
 
         def check(index: int, view: str) -> None:
@@ -249,11 +241,8 @@ def test_module_views_collapse_and_expand(tmp_path: Path) -> None:
     assert modules["default"] == "collapsed-1"
     first, last = data["first"], len(recording.steps)
     page_file = recording.save(tmp_path / "replay.html")
-    errors: list[str] = []
     with chromium(tmp_path / "profile") as context:
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(page_file.as_uri())
+        page, _, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
         assert not root.query_selector(".gv-depthbox").is_visible()
 

@@ -15,7 +15,7 @@ import pytest
 from gradviz.demo import render_lessons
 from gradviz.lessons import LESSONS, Lesson
 from gradviz.watch import watch
-from tests.browser_support import LOCAL_SCHEMES, chromium
+from tests.browser_support import LOCAL_SCHEMES, chromium, open_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -38,20 +38,9 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield context
 
 
-def _open(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
-    """A new page at ``path`` (file://), with every request URL and page error it sees."""
-    page = browser.new_page()
-    requests: list[str] = []
-    errors: list[str] = []
-    page.on("request", lambda request: requests.append(request.url))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(path.as_uri(), wait_until="load")
-    return page, requests, errors
-
-
 def test_gallery_previews_every_svg_offline(gallery: Path, browser: Any) -> None:
     index = gallery / "index.html"
-    page, requests, errors = _open(browser, index)
+    page, requests, errors = open_local(browser, index)
     try:
         page.wait_for_function("() => [...document.images].every((img) => img.complete)")
         images = page.evaluate(READ_IMAGES)
@@ -91,7 +80,7 @@ def _next(page: Any, root: Any) -> int:
 @pytest.mark.parametrize("item", LESSONS, ids=lambda item: item.slug)
 def test_each_replay_steps_in_the_recorded_order(item: Lesson, gallery: Path, browser: Any) -> None:
     prefix, order, forward_ops = _recorded(item)
-    page, requests, errors = _open(browser, gallery / item.slug / "replay.html")
+    page, requests, errors = open_local(browser, gallery / item.slug / "replay.html")
     try:
         root = page.wait_for_selector(".gv-stepper")
         first = int(root.get_attribute("data-step"))
