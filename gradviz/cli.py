@@ -140,31 +140,44 @@ def _root_of(recording: Recording) -> torch.Tensor | None:
 
 @contextmanager
 def _recorded_backward(recordings: list[Recording]) -> Iterator[None]:
-    """While the script runs, its ``tensor.backward()`` calls are recorded, then restored."""
-    original = torch.Tensor.backward
+    """While the script runs, its backward calls (``tensor.backward()`` and
+    ``torch.autograd.backward(...)``, which the former calls) are recorded, then restored."""
+    original = torch.autograd.backward
+    busy = False  # record() itself calls torch.autograd.backward: that call runs as is
 
     def backward(
-        self: torch.Tensor,
-        gradient: Any = None,
-        retain_graph: Any = None,
+        tensors: Any,
+        grad_tensors: Any = None,
+        retain_graph: bool | None = None,
         create_graph: bool = False,
+        grad_variables: Any = None,
         inputs: Any = None,
     ) -> None:
-        recordings[:] = [
-            record(
-                self,
-                gradient=gradient,
-                retain_graph=retain_graph,
-                create_graph=create_graph,
-                inputs=inputs,
-            )
-        ]
+        nonlocal busy
+        roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+        plain = busy or not roots or not all(isinstance(t, torch.Tensor) for t in roots)
+        if plain or isinstance(inputs, dict):  # gradient edges and the like: not drawn
+            original(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+            return
+        busy = True
+        try:
+            recordings[:] = [
+                record(
+                    *roots,
+                    gradient=grad_tensors if grad_tensors is not None else grad_variables,
+                    retain_graph=retain_graph,
+                    create_graph=create_graph,
+                    inputs=inputs,
+                )
+            ]
+        finally:
+            busy = False
 
-    torch.Tensor.backward = backward  # type: ignore[method-assign]
+    torch.autograd.backward = backward
     try:
         yield
     finally:
-        torch.Tensor.backward = original  # type: ignore[method-assign]
+        torch.autograd.backward = original
 
 
 def _run_script(script: Path, script_args: list[str]) -> tuple[dict[str, Any], list[Recording]]:

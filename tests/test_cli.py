@@ -81,6 +81,46 @@ def test_renders_a_training_step_unmodified(
         assert torch.equal(with_gradviz[key], without[key]), key
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        "torch.autograd.backward(loss)",
+        "torch.autograd.backward([loss], grad_tensors=[torch.tensor(2.0)])",
+        "from torch.autograd import backward\nbackward(loss)",
+    ],
+)
+def test_records_torch_autograd_backward_calls(
+    tmp_path: Path,
+    call: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    body = f"""
+import torch
+w = torch.tensor([1.5, -2.0], requires_grad=True)
+other = torch.tensor(3.0, requires_grad=True)
+loss = (w * w).sum() * other
+other_loss = other * 5
+{call}
+torch.save(w.grad.clone(), "grad.pt")
+"""
+    path = script(tmp_path, body)
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(tmp_path)
+    args = ["render", str(path), "-o", str(out), "--format", "json", "--root"]
+    assert main([*args, "other_loss"]) == 0
+    printed = capsys.readouterr().out
+    # other_loss was never run backward: the recorded call is loss's, so the CLI records anew
+    assert "recording the backward pass of 'other_loss'" in printed
+
+    assert main([*args, "loss"]) == 0
+    assert "recorded the script's own backward of 'loss'" in capsys.readouterr().out
+    plain = subprocess.run([sys.executable, str(path)], cwd=out, check=True)
+    assert plain.returncode == 0
+    assert torch.equal(torch.load(tmp_path / "grad.pt"), torch.load(out / "grad.pt"))
+
+
 @pytest.mark.needs_dot
 def test_picks_the_last_scalar_with_a_graph_and_records_when_the_script_did_not(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
