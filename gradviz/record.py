@@ -320,6 +320,22 @@ class _Recorder:
 
         return prehook, hook
 
+    def before_user_hooks(self, node_id: str) -> PostHook:
+        """A hook that runs before the user's own hooks of the node: what the op itself
+        sent, so that a hook's change shows instead of passing for the op's result."""
+        open_steps = self.open_steps
+        kept_once = self.kept_once
+
+        def hook(
+            grad_inputs: tuple[torch.Tensor | None, ...],
+            grad_outputs: tuple[torch.Tensor | None, ...],
+        ) -> None:
+            step = open_steps.get(node_id)
+            if step is not None:
+                step.sent_by_op = tuple(map(kept_once, grad_inputs))
+
+        return hook
+
     # -- the run -------------------------------------------------------------------------
     def run(self, backward: Any, input_nodes: list[str] | None) -> Recording:
         freed = [n for n in self.graph.nodes if n.saved_freed]
@@ -340,7 +356,13 @@ class _Recorder:
                     torch_node = node.torch_node
                     prehook, hook = hooks_for(node)
                     handles.append(torch_node.register_prehook(prehook))
-                    handles.append(torch_node.register_hook(hook))
+                    handle = torch_node.register_hook(hook)
+                    handles.append(handle)
+                    if _autograd.has_other_hooks(handle):
+                        # the user's hooks may replace what the node sends: look first too
+                        handle = torch_node.register_hook(self.before_user_hooks(node.id))
+                        handles.append(handle)
+                        _autograd.move_to_front(handle)
                 backward()
             except Exception as raised:  # re-raised below as BackwardFailed, with the steps
                 error = raised
