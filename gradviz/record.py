@@ -380,13 +380,32 @@ class _Recorder:
                 input_nodes=input_nodes,
             )
         if error is not None:
-            failed = next((s for s in reversed(self.steps) if not s.finished), None)
-            where = "before any node ran"
-            node_id = None
-            if failed is not None:
-                node_id = failed.node_id
-                where = f"in {failed.type_name} ({failed.node_id}, step {failed.index})"
+            node_id, where = _where_it_failed(recording)
             raise BackwardFailed(
                 f"backward failed {where}: {error}", recording=recording, node_id=node_id
             ) from error
         return recording
+
+
+def _where_it_failed(recording: Recording) -> tuple[str | None, str]:
+    """The node backward failed at, and where that was in words.
+
+    The node whose step did not finish failed (its op or a hook after it). When every step
+    finished, a hook on the next node's incoming gradient raised (a tensor hook or a
+    prehook, which run before gradviz's prehook): that node is the one the engine runs
+    next, known from the predicted order while the recorded steps follow it.
+    """
+    steps = recording.steps
+    failed = next((s for s in reversed(steps) if not s.finished), None)
+    if failed is not None:
+        return failed.node_id, f"in {failed.type_name} ({failed.node_id}, step {failed.index})"
+    done = len(steps)
+    after = f"after step {done}" if done else "before any node ran"
+    predicted = recording.predicted_order()
+    if recording.order != predicted[:done] or done >= len(predicted):
+        return None, after
+    node = recording.graph.node(predicted[done])
+    return node.id, (
+        f"{after}, as {node.type_name} ({node.id}) was about to run: a hook on its incoming "
+        "gradient (a tensor hook or a prehook) raised"
+    )
