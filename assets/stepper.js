@@ -377,7 +377,12 @@ export function mount(el, model) {
       parts.push(list("sent", step.sent.map((s) => `${s.slot} → ${s.to}: ${s.value}`)));
     }
     parts.push(element("p", "gv-narration", step.narration || ""));
-    if (step.flow_ok === false) parts.push(element("p", "gv-warning", "flow check failed"));
+    // a user's hook changed a gradient here: say so, with the value before and after
+    const hooks = step.hooks || [];
+    for (const change of hooks) parts.push(element("p", "gv-warning", String(change)));
+    if (step.flow_ok === false && !hooks.length) {
+      parts.push(element("p", "gv-warning", "flow check failed"));
+    }
     if (step.checked === false) {
       // explain.py falls back to a plain sentence when a formula disagrees; unchecked means
       // the saved tensors it needs were already freed, so the numbers could not be verified.

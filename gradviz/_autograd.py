@@ -14,8 +14,10 @@ from torch.autograd.graph import get_gradient_edge
 __all__ = [
     "FREED_MARKER",
     "gradient_edge",
+    "has_other_hooks",
     "is_accumulate_grad",
     "leaf_variable",
+    "move_to_front",
     "next_functions",
     "node_name",
     "saved_values",
@@ -101,3 +103,32 @@ def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
             continue
         found.append((attribute.removeprefix("_saved_"), value))
     return found, False
+
+
+def _hooks_dict(handle: Any) -> dict[int, object] | None:
+    """The dict a node hook lives in: one per node and kind (prehooks, hooks), shared with
+    every hook the user registered there. None when PyTorch stores them differently."""
+    ref = getattr(handle, "hooks_dict_ref", None)
+    hooks = ref() if callable(ref) else None
+    return hooks if isinstance(hooks, dict) and handle.id in hooks else None
+
+
+def has_other_hooks(handle: Any) -> bool:
+    """Whether the node holds hooks of the same kind besides this one (the user's)."""
+    hooks = _hooks_dict(handle)
+    return hooks is not None and len(hooks) > 1
+
+
+def move_to_front(handle: Any) -> bool:
+    """Make this hook run before the others of its node (PyTorch runs them in the dict's
+    order). The other hooks keep their ids and order, so their handles still remove them.
+    False when the hooks are not stored in a dict gradviz knows."""
+    hooks = _hooks_dict(handle)
+    if hooks is None:
+        return False
+    mine = hooks.pop(handle.id)
+    others = list(hooks.items())
+    hooks.clear()
+    hooks[handle.id] = mine
+    hooks.update(others)
+    return True

@@ -15,7 +15,7 @@ import functools
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -1205,9 +1205,12 @@ def explain_step(recording: Recording, index: int) -> Explanation:
     if step.type_name == "AccumulateGrad" and step.grad_outputs:
         explanation = _accumulate(recording, step)
     else:
-        ctx = _context(recording, step)
+        # a user's node hook may have replaced what the node sent: tell (and check the
+        # formula against) what the op computed; the flow note says what the hook made of it
+        told = step if step.sent_by_op is None else replace(step, grad_inputs=step.sent_by_op)
+        ctx = _context(recording, told)
         found = _formula(ctx)
-        explanation = _generic(recording, step) if found is None else _chain_rule(ctx, *found)
+        explanation = _generic(recording, told) if found is None else _chain_rule(ctx, *found)
     if not step.flow_ok:
         text = explanation.text + f" Flow check: {step.flow_note}."
         explanation = Explanation(text, explanation.op, explanation.formula, explanation.checked)
@@ -1259,6 +1262,7 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
             "received": [],
             "sent": [],
             "flow_ok": True,
+            "hooks": [],
         }
     step = recording.steps[index - 1]
     graph = recording.graph
@@ -1279,4 +1283,5 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
         "received": [value_text(g) for g in step.grad_outputs],
         "sent": sent,
         "flow_ok": step.flow_ok,
+        "hooks": [change.text() for change in step.hook_changes],
     }

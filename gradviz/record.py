@@ -320,6 +320,22 @@ class _Recorder:
 
         return prehook, hook
 
+    def before_user_hooks(self, node_id: str) -> PostHook:
+        """A hook that runs before the user's own hooks of the node: what the op itself
+        sent, so that a hook's change shows instead of passing for the op's result."""
+        open_steps = self.open_steps
+        kept_once = self.kept_once
+
+        def hook(
+            grad_inputs: tuple[torch.Tensor | None, ...],
+            grad_outputs: tuple[torch.Tensor | None, ...],
+        ) -> None:
+            step = open_steps.get(node_id)
+            if step is not None:
+                step.sent_by_op = tuple(map(kept_once, grad_inputs))
+
+        return hook
+
     # -- the run -------------------------------------------------------------------------
     def run(self, backward: Any, input_nodes: list[str] | None) -> Recording:
         freed = [n for n in self.graph.nodes if n.saved_freed]
@@ -340,7 +356,13 @@ class _Recorder:
                     torch_node = node.torch_node
                     prehook, hook = hooks_for(node)
                     handles.append(torch_node.register_prehook(prehook))
-                    handles.append(torch_node.register_hook(hook))
+                    handle = torch_node.register_hook(hook)
+                    handles.append(handle)
+                    if _autograd.has_other_hooks(handle):
+                        # the user's hooks may replace what the node sends: look first too
+                        handle = torch_node.register_hook(self.before_user_hooks(node.id))
+                        handles.append(handle)
+                        _autograd.move_to_front(handle)
                 backward()
             except Exception as raised:  # re-raised below as BackwardFailed, with the steps
                 error = raised
@@ -358,13 +380,32 @@ class _Recorder:
                 input_nodes=input_nodes,
             )
         if error is not None:
-            failed = next((s for s in reversed(self.steps) if not s.finished), None)
-            where = "before any node ran"
-            node_id = None
-            if failed is not None:
-                node_id = failed.node_id
-                where = f"in {failed.type_name} ({failed.node_id}, step {failed.index})"
+            node_id, where = _where_it_failed(recording)
             raise BackwardFailed(
                 f"backward failed {where}: {error}", recording=recording, node_id=node_id
             ) from error
         return recording
+
+
+def _where_it_failed(recording: Recording) -> tuple[str | None, str]:
+    """The node backward failed at, and where that was in words.
+
+    The node whose step did not finish failed (its op or a hook after it). When every step
+    finished, a hook on the next node's incoming gradient raised (a tensor hook or a
+    prehook, which run before gradviz's prehook): that node is the one the engine runs
+    next, known from the predicted order while the recorded steps follow it.
+    """
+    steps = recording.steps
+    failed = next((s for s in reversed(steps) if not s.finished), None)
+    if failed is not None:
+        return failed.node_id, f"in {failed.type_name} ({failed.node_id}, step {failed.index})"
+    done = len(steps)
+    after = f"after step {done}" if done else "before any node ran"
+    predicted = recording.predicted_order()
+    if recording.order != predicted[:done] or done >= len(predicted):
+        return None, after
+    node = recording.graph.node(predicted[done])
+    return node.id, (
+        f"{after}, as {node.type_name} ({node.id}) was about to run: a hook on its incoming "
+        "gradient (a tensor hook or a prehook) raised"
+    )

@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from gradviz.forward import FOp
     from gradviz.replay import ForwardFrame, Frame
 
-__all__ = ["GradValue", "Recording", "Step", "as_summary", "short_text", "value_text"]
+__all__ = [
+    "GradValue",
+    "HookChange",
+    "Recording",
+    "Step",
+    "as_summary",
+    "short_text",
+    "value_text",
+]
 
 GradValue = torch.Tensor | Summary
 
@@ -40,6 +48,52 @@ def short_text(value: GradValue | None) -> str:
     return "None" if value is None else as_summary(value).short()
 
 
+@dataclass(frozen=True)
+class HookChange:
+    """A gradient that a user's hook changed, with the value before and after.
+
+    ``where``: ``"received"`` (on the way in, by a tensor hook or a node prehook: ``before``
+    is what the producers sent, ``slot`` the output), ``"sent"`` (by a node hook after the
+    op, e.g. a module's full backward hook: ``before`` is what the op computed, ``slot``
+    the edge) or ``"grad"`` (``.grad`` after ``AccumulateGrad``, by a post-accumulate-grad
+    hook: ``before`` is what accumulating alone gives). ``before`` is None when several
+    summaries were sent and their sum is unknown; ``before_text`` always says it.
+    """
+
+    where: Literal["received", "sent", "grad"]
+    slot: int
+    before: GradValue | None
+    before_text: str
+    after: GradValue | None
+
+    def text(self) -> str:
+        after = value_text(self.after)
+        if self.where == "received":
+            return (
+                f"a hook changed the gradient arriving at output {self.slot} on the way in "
+                f"(a tensor hook or a prehook): sent {self.before_text}, received {after}"
+            )
+        if self.where == "sent":
+            return (
+                f"a hook on this node changed what it sends through input {self.slot} (a node "
+                f"hook or a module's backward hook): the op computed {self.before_text}, "
+                f"the hook made it {after}"
+            )
+        return (
+            f"a hook changed .grad after AccumulateGrad (a post-accumulate-grad hook?): "
+            f"accumulating gives {self.before_text}, .grad is {after}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "where": self.where,
+            "slot": self.slot,
+            "before": None if self.before is None else as_summary(self.before).to_dict(),
+            "after": None if self.after is None else as_summary(self.after).to_dict(),
+            "text": self.text(),
+        }
+
+
 @dataclass(eq=False)
 class Step:
     """One node execution, in the engine's real order (``index`` counts from 1)."""
@@ -56,6 +110,9 @@ class Step:
     flow_ok: bool = True
     flow_note: str = ""
     raw_outputs: tuple[torch.Tensor | None, ...] = field(default=(), repr=False)
+    # what the op itself sent, before the user's own node hooks ran (None: it had none)
+    sent_by_op: tuple[GradValue | None, ...] | None = None
+    hook_changes: list[HookChange] = field(default_factory=list)  # set by check_flow
 
     def to_dict(self) -> dict[str, Any]:
         def many(values: tuple[GradValue | None, ...]) -> list[dict[str, Any] | None]:
@@ -76,6 +133,7 @@ class Step:
             "finished": self.finished,
             "flow_ok": self.flow_ok,
             "flow_note": self.flow_note,
+            "hook_changes": [change.to_dict() for change in self.hook_changes],
         }
 
 
@@ -230,15 +288,16 @@ class Recording:
 
 # -- the flow check ------------------------------------------------------------------------
 def check_flow(recording: Recording) -> None:
-    """Mark steps where what a node received is not what its producers sent.
+    """Mark steps where a gradient is not what the graph computed: a user's hook changed it.
 
     Received gradient at output ``nr`` = seed + the sum of every edge into it with that
-    ``input_nr``; at ``AccumulateGrad``, ``.grad`` must change by what was received. A
-    mismatch means something (a user's hook) changed a gradient on the way.
+    ``input_nr``; what a node sent = what its op computed (recorded before the user's node
+    hooks); at ``AccumulateGrad``, ``.grad`` must change by what was received. Each
+    mismatch becomes a ``HookChange`` on the step, with the value before and after.
     """
     graph = recording.graph
     for step in recording.steps:
-        notes: list[str] = []
+        changes: list[HookChange] = []
         for nr, received in enumerate(step.grad_outputs):
             sent: list[GradValue] = []
             seed = recording.seeds.get((step.node_id, nr))
@@ -254,24 +313,46 @@ def check_flow(recording: Recording) -> None:
                 if value is not None:
                     sent.append(value)
             if not _same_sum(received, sent):
-                notes.append(
-                    f"received {value_text(received)} at output {nr}, but its producers sent "
-                    f"{' + '.join(value_text(v) for v in sent) or 'nothing'}: something "
-                    "(a hook?) changed the gradient on the way"
-                )
+                before = _sum_of(sent)
+                text = " + ".join(value_text(v) for v in sent) or "nothing"
+                if before is not None and len(sent) > 1:
+                    text += f" = {value_text(before)}"
+                changes.append(HookChange("received", nr, before, text, received))
+        if step.sent_by_op is not None:
+            for slot, (op_value, value) in enumerate(
+                zip(step.sent_by_op, step.grad_inputs, strict=False)
+            ):
+                if not _same_sum(value, [] if op_value is None else [op_value]):
+                    changes.append(HookChange("sent", slot, op_value, value_text(op_value), value))
         if (
             step.finished
             and step.leaf_grad_after is not None
             and step.grad_outputs
             and not _accumulated(step.leaf_grad_before, step.grad_outputs[0], step.leaf_grad_after)
         ):
-            notes.append(
-                f".grad went from {value_text(step.leaf_grad_before)} to "
-                f"{value_text(step.leaf_grad_after)}, which is not the received "
-                f"{value_text(step.grad_outputs[0])} added on"
-            )
-        step.flow_ok = not notes
-        step.flow_note = "; ".join(notes)
+            before = step.leaf_grad_before
+            received = step.grad_outputs[0]
+            parts = [received] if before is None else [before, received]
+            text = " + ".join(value_text(v) for v in parts)
+            total = _sum_of(parts)  # type: ignore[arg-type]
+            if total is not None and len(parts) > 1:
+                text += f" = {value_text(total)}"
+            changes.append(HookChange("grad", 0, total, text, step.leaf_grad_after))
+        step.hook_changes = changes
+        step.flow_ok = not changes
+        step.flow_note = "; ".join(change.text() for change in changes)
+
+
+def _sum_of(values: list[GradValue]) -> GradValue | None:
+    """The total of what was sent, when gradviz can know it (tensors, or a single value)."""
+    if len(values) == 1:
+        return values[0]
+    if values and all(isinstance(v, torch.Tensor) for v in values):
+        total = values[0].detach()  # type: ignore[union-attr]
+        for value in values[1:]:
+            total = total + value.detach()  # type: ignore[union-attr]
+        return total
+    return None
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,17 +37,32 @@ def trace(
         return walker.walk()
 
 
+_gc_lock = threading.Lock()
+_gc_pauses = 0  # gc_paused() blocks running now, in any thread
+_gc_was_enabled = False  # the collector's state before the first of them began
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """The walk allocates many small objects and frees none; the cyclic collector would
-    rescan them over and over (it took half the time of a 100,000-node walk)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    rescan them over and over (it took half the time of a 100,000-node walk).
+
+    Counted, so that overlapping blocks (two threads recording at once) keep it paused
+    until the last one ends, which restores the state from before the first one began.
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 def _named_tensors(

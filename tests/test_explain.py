@@ -366,13 +366,16 @@ def test_formula_that_disagrees_falls_back_to_the_generic_sentence() -> None:
     a = torch.tensor(2.0, requires_grad=True)
     b = torch.tensor(3.0, requires_grad=True)
     c = a * b
-    assert c.grad_fn is not None
-    c.grad_fn.register_hook(lambda grad_inputs, _: tuple(g * 2 for g in grad_inputs))
     recording = gradviz.record(c, names={"a": a, "b": b, "c": c})
+    assert describe_step(recording, 1)["op"] == "mul"
+    # numbers the op's formula cannot give (a user's node hook is told apart and does not
+    # get here: see tests/test_user_hooks.py)
+    step = recording.steps[0]
+    step.grad_inputs = tuple(g * 2 for g in step.grad_inputs)  # type: ignore[operator]
     words = narrate(recording, 1)
     assert words.startswith("MulBackward0 received")
     assert "∂(" not in words
-    assert f"sends {text(a.grad)} to AccumulateGrad(a)" in words
+    assert f"sends {text(a.grad * 2)} to AccumulateGrad(a)" in words  # type: ignore[operator]
     assert describe_step(recording, 1)["checked"] is False
 
 
