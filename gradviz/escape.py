@@ -24,6 +24,7 @@ __all__ = [
     "shorten",
     "utf8",
     "visible_text",
+    "wire_safe",
 ]
 
 # A name longer than this is drawn shortened (ending in ELLIPSIS), with the whole text in
@@ -91,3 +92,12 @@ def json_text(value: Any, indent: int | None = None, compact: bool = False) -> s
 def utf8(text: str) -> bytes:
     """``text`` as UTF-8 for hashing; unpaired surrogates pass through instead of raising."""
     return text.encode("utf-8", "surrogatepass")
+
+
+def wire_safe(value: Any) -> Any:
+    """JSON-like ``value`` with unpaired surrogates replaced by U+FFFD (what a browser shows
+    for them): Jupyter sends widget state as strict UTF-8 and would fail on them."""
+    text = json.dumps(value, ensure_ascii=False)
+    if _SURROGATE.search(text) is None:  # the usual case: the value as it is
+        return value
+    return json.loads(_SURROGATE.sub(REPLACEMENT, text))

@@ -367,6 +367,36 @@ def test_theme_colours_must_be_colours(role: str, field: str, value: str) -> Non
         )
 
 
+@pytest.mark.needs_dot
+def test_big_graph_layout_reads_hostile_labels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graphs past LARGE_GRAPH_NODES are placed by gradviz.biglayout, which re-reads the
+    DOT line by line: hostile labels must not confuse it (lowered here to stay fast)."""
+    from gradviz import biglayout
+    from gradviz.errors import GradvizWarning
+    from gradviz.layout import run_dot
+
+    monkeypatch.setattr(biglayout, "LARGE_GRAPH_NODES", 10)
+    dot = record_names().graph.to_dot()
+    assert biglayout.count_nodes(dot) > 10
+    with pytest.warns(GradvizWarning, match="placed the nodes"):
+        svg = run_dot(dot).decode("utf-8")
+    assert_shown(svg, HOSTILE)
+
+
+def test_widget_state_travels_as_strict_utf8() -> None:
+    """Jupyter packs widget state as strict UTF-8: a lone surrogate in a name must not
+    stop the stepper from showing (it arrives as U+FFFD, as a browser would show it)."""
+    pytest.importorskip("anywidget")
+    json_packer = pytest.importorskip("jupyter_client.session").json_packer
+    from gradviz.widget import Stepper
+
+    widget = Stepper(record_names())
+    state = widget.get_state()
+    json_packer(state)
+    panel = panel_strings({"data": state["data"]})
+    assert "lone\ufffdhalf" in panel and LONG in panel and HOSTILE["script"] in panel
+
+
 # -- the browser ------------------------------------------------------------------------------
 INJECTED = """() => ({
   imgs: document.querySelectorAll("img").length,
