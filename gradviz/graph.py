@@ -16,6 +16,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gradviz.escape import json_text, utf8
+
 if TYPE_CHECKING:
     from gradviz.forward import Forward
 
@@ -303,7 +305,7 @@ class Graph:
             self._out[edge.src].append(edge)
             if edge.dst is not None:
                 self._in[edge.dst].append(edge)
-        self.prefix = "g" + hashlib.sha1(self._structure_key().encode()).hexdigest()[:8]
+        self.prefix = "g" + hashlib.sha1(utf8(self._structure_key())).hexdigest()[:8]
         # what gradviz.watch() saw of the forward pass, when the graph was traced under it
         self.forward: Forward | None = None
 
@@ -366,7 +368,7 @@ class Graph:
         }
 
     def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return json_text(self.to_dict(), indent=indent)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Graph:

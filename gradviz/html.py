@@ -8,11 +8,11 @@ and ``&`` are escaped, and the front end inserts it as text, never as markup.
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from gradviz.escape import json_text
 from gradviz.layout import step_css
 from gradviz.recording import Recording
 from gradviz.render_forward import collapsed_members
@@ -61,7 +61,7 @@ def asset_text(name: str) -> str:
 
 def json_for_script(value: Any) -> str:
     """JSON safe inside <script>: no '</script', '<!--' or ']]>' can appear in it."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json_text(value, compact=True)
     for raw, escaped in (
         ("<", "\\u003c"),
         (">", "\\u003e"),

@@ -242,9 +242,9 @@ class Recording:
         target.parent.mkdir(parents=True, exist_ok=True)
         suffix = target.suffix.lower()
         if suffix == ".json":
-            import json
+            from gradviz.escape import json_text
 
-            target.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
+            target.write_text(json_text(self.to_dict(), indent=1), encoding="utf-8")
         elif suffix == ".svg":
             target.write_text(self.svg(**options), encoding="utf-8")
         elif suffix == ".html":

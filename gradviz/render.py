@@ -1,21 +1,23 @@
 """``Graph`` -> Graphviz DOT text. Pure string building: no torch, no subprocess.
 
 Every string a user could have influenced (names, node type names, saved values) goes
-into HTML-like labels through ``html_text``, so nothing typed into a name can break the
-DOT, the SVG or a page that embeds it. Ids come from gradviz, never from the user.
+into HTML-like labels through ``gradviz.escape.html_text`` and into quoted attributes
+through ``dot_quote``, so nothing typed into a name can break the DOT, the SVG or a page
+that embeds it; a long name is drawn shortened, whole in the tooltip (``tooltip``). Ids
+come from gradviz, never from the user.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from gradviz.escape import MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.graph import Edge, Graph, Node, Role, TensorRecord
 from gradviz.theme import RoleStyle, Theme, get_theme
 
-__all__ = ["RenderOptions", "html_text", "svg_ids", "to_dot"]
+__all__ = ["RenderOptions", "html_text", "svg_ids", "to_dot", "tooltip"]
 
 View = Literal["backward", "combined", "forward"]
 
@@ -64,20 +66,15 @@ class RenderOptions:
         return replace(made, direction=_DIRECTIONS[made.direction])
 
 
-def html_text(text: object) -> str:
-    """Text made safe for a Graphviz HTML-like label (and hence for SVG and HTML)."""
-    escaped = html.escape(str(text), quote=True)
-    if escaped.isprintable():  # the usual case: nothing to replace
-        return escaped
-    # Graphviz reads HTML entities itself; keep only characters it can lay out.
-    return "".join(ch if ch.isprintable() else " " for ch in escaped)
+_quote = dot_quote  # gradviz's own ids and attribute values, and tooltips
 
 
-def _quote(text: str) -> str:
-    """A DOT double-quoted string (used for gradviz's own ids and attribute values)."""
-    if '"' in text or "\\" in text:
-        text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + text + '"'
+def tooltip(*texts: object) -> str | None:
+    """The whole text of a label shortened on screen, for the element's tooltip (else None)."""
+    whole = [str(text) for text in texts if text is not None]
+    if all(len(text) <= MAX_LABEL_CHARS for text in whole):
+        return None
+    return " · ".join(whole)
 
 
 def svg_ids(prefix: str) -> dict[str, str]:
@@ -112,8 +109,12 @@ def _attrs(**attributes: str | float | None) -> str:
     return "[" + _attr_list(attributes) + "]"
 
 
+_LABELS = frozenset(("label", "headlabel", "taillabel", "xlabel"))
+
+
 def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
-    """``key=value`` pairs: HTML-like labels (``<...>``) as they are, other text quoted."""
+    """``key=value`` pairs: HTML-like labels (``<...>``, built by gradviz from ``html_text``)
+    as they are, any other text quoted (a tooltip of ``<b>`` stays text)."""
     parts = []
     for key, value in attributes.items():
         if value is None:
@@ -121,7 +122,7 @@ def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
         if key[-1] == "_":
             key = key.rstrip("_")
         if isinstance(value, str):
-            if value[:1] == "<" and value[-1:] == ">":
+            if key in _LABELS and value[:1] == "<" and value[-1:] == ">":
                 parts.append(f"{key}={value}")
             else:
                 parts.append(f"{key}={_quote(value)}")
@@ -188,7 +189,7 @@ class _DotWriter:
         folded = getattr(node, "contents", None)  # a gradviz.fold.FoldedNode
         if folded:
             for line in folded.split("\n"):
-                rows.append(f'<FONT POINT-SIZE="9">{html_text(line)}</FONT>')
+                rows.append(f'<FONT POINT-SIZE="9">{html_text(line, None)}</FONT>')
         if self.options.saved:
             if node.saved_freed:
                 rows.append('<FONT POINT-SIZE="9"><I>saved values freed by backward</I></FONT>')
@@ -199,6 +200,9 @@ class _DotWriter:
         label = "<" + "<BR/>".join(rows) + ">"
         node_class = '"gv_node gv_fold" shape="box"' if folded else '"gv_node" shape="box"'
         more = " peripheries=2 " if folded else " "
+        whole = tooltip(node.type_name)
+        if whole is not None:
+            more = f" tooltip={_quote(whole)}{more}"
         self.lines.append(
             f"  {node.id} [id={_quote(f'{self.prefix}_{node.id}')} class={node_class} "
             f"label={label}{more}{self._node_style}];"
@@ -263,7 +267,7 @@ class _DotWriter:
         if not text:
             return None
         colour = self.theme.step.grad_text
-        return f'<<FONT COLOR="{colour}"><B>{html_text(text)}</B></FONT>>'
+        return f'<<FONT COLOR="{colour}"><B>{html_text(text, None)}</B></FONT>>'
 
     def _roots(self) -> None:
         """Roots always show, as the tensor the seed gradient enters (backward view)."""
@@ -288,7 +292,8 @@ class _DotWriter:
         if compact:
             text = f"<B>{name}</B>"
             if self.options.shapes and record.data is not None:
-                text += f'<BR/><FONT POINT-SIZE="9">{html_text(_value_line(record))}</FONT>'
+                value = html_text(_value_line(record), None)
+                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             label = f"<{text}>"
         else:
             label = "<" + _tensor_table(record, self.options.shapes) + ">"
@@ -299,6 +304,7 @@ class _DotWriter:
                 class_=f"gv_tensor gv_{record.role.value}",
                 shape="box",
                 label=label,
+                tooltip=tooltip(record.label) if compact else tooltip(record.label, record.grad_fn),
                 **style,
             )
             + ";"
@@ -350,10 +356,10 @@ def _value_line(record: TensorRecord) -> str:
 
 
 def _tensor_table(record: TensorRecord, shapes: bool) -> str:
-    def row(key: str, value: str) -> str:
+    def row(key: str, value: str, limit: int | None = None) -> str:
         return (
             f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{key}</FONT></TD>'
-            f'<TD ALIGN="LEFT">{html_text(value)}</TD></TR>'
+            f'<TD ALIGN="LEFT">{html_text(value, limit)}</TD></TR>'
         )
 
     data = "?" if record.data is None else record.data.text(40)
@@ -362,7 +368,7 @@ def _tensor_table(record: TensorRecord, shapes: bool) -> str:
         f'<TR><TD COLSPAN="2"><B>{html_text(record.label)}</B></TD></TR>',
         row("data", data),
         row("grad", grad),
-        row("grad_fn", record.grad_fn or "None"),
+        row("grad_fn", record.grad_fn or "None", MAX_LABEL_CHARS),  # a type name
         row("is_leaf", str(record.is_leaf)),
         row("requires_grad", str(record.requires_grad)),
     ]

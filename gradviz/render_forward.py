@@ -25,6 +25,7 @@ from gradviz.render import (
     _tensor_table,
     dot_header,
     html_text,
+    tooltip,
 )
 
 __all__ = ["collapsed_box", "collapsed_members", "forward_aware_dot", "needs_forward"]
@@ -213,6 +214,7 @@ class _Writer(_DotWriter):
                     + _attrs(
                         id=f"{self.prefix}_{side}_m{index}",
                         label=f"<<I>{html_text(scope.label)}</I>>",
+                        tooltip=tooltip(scope.label),
                         style="rounded,dashed",
                         color=self.theme.edge,
                         fontcolor=self.theme.text,
@@ -351,7 +353,7 @@ class _Writer(_DotWriter):
         if op.kind == "detach":
             notes.append("cuts the graph")
         if notes:
-            rows.append(f'<FONT POINT-SIZE="9"><I>{html_text(", ".join(notes))}</I></FONT>')
+            rows.append(f'<FONT POINT-SIZE="9"><I>{html_text(", ".join(notes), None)}</I></FONT>')
         if op.line is not None:
             rows.append(f'<FONT POINT-SIZE="8">{html_text(op.line.short())}</FONT>')
         dashed = op.kind in ("detach", "requires_grad") or not op.grad_enabled
@@ -401,6 +403,7 @@ class _Writer(_DotWriter):
             class_=css,
             shape="box3d",
             label=label,
+            tooltip=tooltip(scope.path or scope.type_name, scope.type_name),
             color=self.theme.edge,
             fontcolor=self.theme.text,
         )
@@ -411,16 +414,19 @@ class _Writer(_DotWriter):
         style = self._style(self.theme.role(tensor.role))
         if made.record is not None:
             # the graph's own record: same id as the plain combined view (the stepper's)
-            label = "<" + _tensor_table(_named(made.record, self.data), self.options.shapes) + ">"
+            named = _named(made.record, self.data)
+            label = "<" + _tensor_table(named, self.options.shapes) + ">"
             line = f"  {made.name} " + _attrs(
                 id=f"{self.prefix}_{made.record.id}",
                 class_=f"gv_tensor gv_{made.record.role.value}",
                 shape="box",
                 label=label,
+                tooltip=tooltip(named.label, named.grad_fn),
                 **style,
             )
             return self._mark(self._mark(line + ";", made.record.id), tensor.id)
-        title = html_text(self.data.label(tensor.id))
+        whole = self.data.label(tensor.id)
+        title = html_text(whole)
         text = f"<B>{title}</B>" if tensor.name else f"<I>{title}</I>"
         if made.version:
             text += f' <FONT POINT-SIZE="9">v{made.version}</FONT>'
@@ -428,12 +434,13 @@ class _Writer(_DotWriter):
             value = tensor.data.text(40) if made.version == 0 else "changed in place"
             if tensor.data.shape and made.version == 0:
                 value = tensor.data.shape_text() + (f" {value}" if tensor.data.complete else "")
-            text += f'<BR/><FONT POINT-SIZE="9">{html_text(value)}</FONT>'
+            text += f'<BR/><FONT POINT-SIZE="9">{html_text(value, None)}</FONT>'
         line = f"  {made.name} " + _attrs(
             id=f"{self.prefix}_{made.name}",
             class_=f"gv_ftensor gv_{tensor.role.value}",
             shape="box",
             label=f"<{text}>",
+            tooltip=tooltip(whole),
             **style,
         )
         return self._mark(line + ";", made.name)

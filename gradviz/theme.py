@@ -2,15 +2,39 @@
 
 Each role keeps a light fill with dark text (legible on a projector) and its own border
 style, so the roles stay apart in greyscale and for colour-blind viewers too.
+
+A custom theme is ``dataclasses.replace(gradviz.THEMES["default"], ...)`` (or a ``Theme``
+built whole). Its colours and widths go into DOT attributes and CSS as they are, so they
+are checked when the theme is made; legend labels are any text (escaped when drawn).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gradviz.graph import Role
 
 __all__ = ["THEMES", "RoleStyle", "StepStyle", "Theme", "get_theme"]
+
+# What Graphviz and CSS both read as a colour: '#rgb' ... '#rrggbbaa', or a name ('white').
+_COLOUR = re.compile(r"#[0-9A-Fa-f]{3,8}|[A-Za-z][A-Za-z0-9]*")
+_STYLE_WORDS = re.compile(r"([a-z]+(,[a-z]+)*)?")
+
+
+def _check(owner: object, colours: tuple[str, ...], numbers: tuple[str, ...] = ()) -> None:
+    """Reject a theme value that is not a plain colour or number (it would be markup)."""
+    kind = type(owner).__name__
+    for name in colours:
+        value = getattr(owner, name)
+        if not isinstance(value, str) or _COLOUR.fullmatch(value) is None:
+            raise ValueError(
+                f"{kind}.{name} must be a colour like '#1f4e99' or 'white', not {value!r}"
+            )
+    for name in numbers:
+        value = getattr(owner, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{kind}.{name} must be a number, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -20,6 +44,16 @@ class RoleStyle:
     text: str
     border_style: str  # Graphviz style words besides "filled": "", "dashed", "rounded", ...
     legend: str
+
+    def __post_init__(self) -> None:
+        _check(self, ("fill", "border", "text"))
+        if not isinstance(self.border_style, str) or not _STYLE_WORDS.fullmatch(self.border_style):
+            raise ValueError(
+                "RoleStyle.border_style must be Graphviz style words like 'dashed' or "
+                f"'bold,rounded', not {self.border_style!r}"
+            )
+        if not isinstance(self.legend, str):
+            raise ValueError(f"RoleStyle.legend must be text, not {self.legend!r}")
 
 
 @dataclass(frozen=True)
@@ -31,6 +65,11 @@ class StepStyle:
     pending_opacity: float
     grad_text: str
     done_border: str
+
+    def __post_init__(self) -> None:
+        _check(
+            self, ("active_border", "grad_text", "done_border"), ("active_width", "pending_opacity")
+        )
 
 
 @dataclass(frozen=True)
@@ -46,6 +85,16 @@ class Theme:
     branch: RoleStyle
     node: RoleStyle
     step: StepStyle
+
+    def __post_init__(self) -> None:
+        _check(self, ("background", "text", "edge", "edge_label"))
+        if not isinstance(self.font, str):
+            raise ValueError(f"Theme.font must be text, not {self.font!r}")
+        for name in ("leaf", "constant", "branch", "node", "step"):
+            value = getattr(self, name)
+            wanted = StepStyle if name == "step" else RoleStyle
+            if not isinstance(value, wanted):
+                raise ValueError(f"Theme.{name} must be a {wanted.__name__}, not {value!r}")
 
     def role(self, role: Role) -> RoleStyle:
         return {

@@ -21,6 +21,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from gradviz.escape import wire_safe
 from gradviz.html import asset_text, static_html, stepper_payload
 from gradviz.recording import Recording
 from gradviz.replay import (
@@ -60,7 +61,7 @@ class Stepper(anywidget.AnyWidget):
         self._options = options
         super().__init__(
             svgs=payload["svgs"],
-            data=payload["data"],
+            data=wire_safe(payload["data"]),  # names may hold anything
             css=payload["css"],
             step=first_step(recording) if step is None else step,
             view=view,
