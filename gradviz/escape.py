@@ -20,6 +20,7 @@ __all__ = [
     "MAX_LABEL_CHARS",
     "dot_quote",
     "html_text",
+    "isolated",
     "json_text",
     "shorten",
     "utf8",
@@ -43,6 +44,20 @@ _PICTURES = {code: chr(0x2400 + code) for code in range(0x20)} | {0x7F: "\u2421"
 _REPLACED = re.compile("[\x80-\x9f\ud800-\udfff\ufffe\uffff\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u202a-\u202e\u2066-\u2069]")
+
+
+# Characters that set the direction of the text after them (marks, embeddings, overrides,
+# isolates); a name holding one is isolated where it is set into a sentence.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def isolated(name: str) -> str:
+    """``name`` for a sentence shown as text (the stepper's panel): kept whole, but a name
+    holding direction controls is wrapped in FIRST STRONG ISOLATE ... POP DIRECTIONAL
+    ISOLATE, so that an override inside it cannot reorder the rest of the sentence."""
+    if _BIDI.search(name) is None:
+        return name
+    return f"\u2068{name}\u2069"
 
 
 def shorten(text: str, limit: int | None = MAX_LABEL_CHARS) -> str:

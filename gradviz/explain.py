@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from gradviz import _autograd
+from gradviz.escape import isolated
 from gradviz.graph import Edge, Graph, Node, Role, Summary, format_number
 from gradviz.recording import GradValue, Recording, Step, _same_sum, value_text
 
@@ -747,18 +748,18 @@ _FALLBACK_SYMBOLS: dict[str, tuple[str, ...]] = {
 def _tensor_name(graph: Graph, node_id: str, output_nr: int) -> str | None:
     for record in graph.tensors_at(node_id):
         if record.name and (record.output_nr or 0) == output_nr:
-            return record.name
+            return isolated(record.name)
     return None
 
 
 def _root_name(graph: Graph) -> str:
     roots = [t for t in graph.tensors if t.is_root]
-    return roots[0].name if len(roots) == 1 and roots[0].name else "L"
+    return isolated(roots[0].name) if len(roots) == 1 and roots[0].name else "L"
 
 
 def _leaf_name(graph: Graph, node_id: str) -> str | None:
     leaves = [t for t in graph.tensors_at(node_id) if t.role is Role.LEAF and t.name]
-    return leaves[0].name if leaves else None
+    return isolated(leaves[0].name) if leaves else None
 
 
 def _target(graph: Graph, edge: Edge) -> str:
@@ -805,7 +806,7 @@ def _constant_name(ctx: _Ctx, saved: str) -> str | None:
             continue
         if _same_storage(live, record.tensor) is False:
             continue
-        matches.append(record.name)
+        matches.append(isolated(record.name))
     if len(matches) == 1:
         return matches[0]
     return format_number(float(tensor)) if tensor.numel() == 1 else None
@@ -846,7 +847,7 @@ def _forward_operand(ctx: _Ctx, slot: int) -> tuple[bool, str | None]:
     records = {record.id: record for record in graph.tensors}
     record = records.get(linked.get(item.id, ""))
     name = record.name if record is not None and record.name else item.name
-    return True, name if name and _fits(tuple(item.shape), _output_shape(ctx)) else None
+    return True, isolated(name) if name and _fits(tuple(item.shape), _output_shape(ctx)) else None
 
 
 def _fits(shape: tuple[int, ...], out: tuple[int, ...] | None) -> bool:
@@ -874,7 +875,7 @@ def _unkept_constant(ctx: _Ctx) -> str | None:
     constants = [t for t in graph.tensors if t.role is Role.CONSTANT and t.name]
     if len(constants) != 1 or not _fits(tuple(constants[0].shape), _output_shape(ctx)):
         return None
-    return constants[0].name
+    return isolated(constants[0].name)
 
 
 def _expression(recording: Recording, node_id: str, depth: int) -> str | None:

@@ -27,6 +27,7 @@ from torch import nn
 
 import gradviz
 from gradviz.escape import MAX_LABEL_CHARS, html_text, json_text, shorten, visible_text
+from gradviz.explain import describe_step
 from gradviz.html import json_for_script, replay_html, static_html, stepper_payload
 from gradviz.recording import Recording
 from gradviz.theme import DEFAULT, THEMES
@@ -504,3 +505,21 @@ def test_pages_stay_inert_in_chromium(browser: Any, tmp_path: Path) -> None:
             assert page.evaluate(INJECTED)["handlers"] == 0, name
         assert dialogs == [] and errors == [], (name, dialogs, errors)
         page.close()
+
+
+def test_direction_controls_in_a_name_stay_inside_it_in_the_narration() -> None:
+    """An override (U+202E) in a name would reorder the rest of the panel's sentence: the
+    narration isolates such a name (U+2068 ... U+2069), and keeps plain names as they are."""
+    a = torch.tensor([2.0, 3.0], requires_grad=True)
+    b = torch.tensor([5.0, 7.0], requires_grad=True)
+    evil, plain = HOSTILE["rtl"], "b"
+    loss = (a * b).sum()
+    recording = gradviz.record(loss, names={evil: a, plain: b})
+    mul = next(s for s in recording.steps if s.type_name == "MulBackward0")
+    text = describe_step(recording, mul.index)["narration"]
+    assert f"\u2068{evil}\u2069" in text
+    assert evil not in text.replace(f"\u2068{evil}\u2069", "")  # never bare
+    assert "\u2068b\u2069" not in text and "b" in text
+    leaf = recording.graph.tensor(evil)
+    acc = next(s for s in recording.steps if s.node_id == leaf.node_id)
+    assert f"\u2068{evil}\u2069" in describe_step(recording, acc.index)["narration"]
