@@ -758,8 +758,8 @@ def _root_name(graph: Graph) -> str:
 
 
 def _leaf_name(graph: Graph, node_id: str) -> str | None:
-    leaves = [t for t in graph.tensors_at(node_id) if t.role is Role.LEAF and t.name]
-    return isolated(leaves[0].name) if leaves else None
+    names = [t.name for t in graph.tensors_at(node_id) if t.role is Role.LEAF and t.name]
+    return isolated(names[0]) if names else None
 
 
 def _target(graph: Graph, edge: Edge) -> str:
@@ -875,7 +875,7 @@ def _unkept_constant(ctx: _Ctx) -> str | None:
     constants = [t for t in graph.tensors if t.role is Role.CONSTANT and t.name]
     if len(constants) != 1 or not _fits(tuple(constants[0].shape), _output_shape(ctx)):
         return None
-    return isolated(constants[0].name)
+    return isolated(constants[0].name or "")
 
 
 def _expression(recording: Recording, node_id: str, depth: int) -> str | None:
