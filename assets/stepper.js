@@ -26,6 +26,7 @@ const REPLAY_CLASSES = [
   "gv_future",
   "gv_born",
   "gv_partial",
+  "gv_nonfinite",
 ];
 const SPEEDS = [0.5, 1, 2, 4];
 const STEP_MS = 1000;
@@ -73,6 +74,11 @@ function elementClasses(schedule, index, view) {
     const had = out.get(id) || "";
     const extra = bornClass(at, index);
     out.set(id, had && extra ? `${had} ${extra}` : had || extra);
+  }
+  // where NaN or Inf first appeared, marked from that step on (schedule.nonfinite)
+  for (const [id, at] of Object.entries(schedule.nonfinite || {})) {
+    const had = out.get(id) || "";
+    if (index >= at) out.set(id, had ? `${had} gv_nonfinite` : "gv_nonfinite");
   }
   return out;
 }

@@ -35,11 +35,12 @@ SHOW_MAX_CHARS = 64  # longer value lists read as "a 2×8 gradient, norm 1.2"
 def _as_tensor(value: object) -> Tensor | None:
     """A float64 copy of a recorded value, or None when only statistics were kept."""
     if isinstance(value, Tensor):
-        if value.is_complex() or value.layout != torch.strided:
+        if value.is_complex() or value.layout != torch.strided or value.is_meta:
             return None
         return value.detach().to(torch.float64)
     if isinstance(value, Summary):
-        if not value.complete or not all(isinstance(v, int | float) for v in value.values):
+        numbers = all(isinstance(v, int | float) for v in value.values)
+        if not value.available or not value.complete or not numbers:
             return None
         return torch.tensor(value.values, dtype=torch.float64).reshape(value.shape)
     if isinstance(value, bool | int | float):
@@ -71,6 +72,8 @@ def show(value: GradValue | None, noun: str = "gradient") -> str:
             return text
     if isinstance(value, Summary):
         shape, norm = value.shape, value.norm
+    elif isinstance(value, Tensor) and (value.is_meta or value.layout != torch.strided):
+        return value_text(value)  # the summary says what can be said (not available, sparse)
     elif isinstance(value, Tensor) and value.is_floating_point():
         shape = tuple(value.shape)
         norm = float(torch.linalg.vector_norm(value.detach(), dtype=torch.float64))
@@ -125,9 +128,12 @@ def _agree(expected: Tensor, sent: Tensor) -> bool:
         return False
     if not expected.numel():
         return True
-    # float32 rounding is relative to the biggest entry (cancellation in sums and products)
-    scale = max(float(expected.abs().max()), float(sent.abs().max()))
-    return bool(torch.allclose(expected, sent, rtol=1e-4, atol=1e-4 * scale))
+    # float32 rounding is relative to the biggest finite entry (cancellation in sums and
+    # products); NaN and Inf must sit where the formula puts them
+    both = torch.cat([expected.reshape(-1), sent.reshape(-1)]).abs()
+    finite = both[both.isfinite()]
+    scale = float(finite.max()) if finite.numel() else 0.0
+    return bool(torch.allclose(expected, sent, rtol=1e-4, atol=1e-4 * scale, equal_nan=True))
 
 
 # -- the explanation as data --------------------------------------------------------------------
@@ -1212,10 +1218,43 @@ def explain_step(recording: Recording, index: int) -> Explanation:
         ctx = _context(recording, told)
         found = _formula(ctx)
         explanation = _generic(recording, told) if found is None else _chain_rule(ctx, *found)
+    extra = ""
+    if step.nonfinite_origin:
+        extra += " " + _nonfinite_text(recording, step)
     if not step.flow_ok:
-        text = explanation.text + f" Flow check: {step.flow_note}."
+        extra += f" Flow check: {step.flow_note}."
+    elif not step.flow_checked:
+        extra += f" Flow check {step.flow_note}."
+    if extra:
+        text = explanation.text + extra
         explanation = Explanation(text, explanation.op, explanation.formula, explanation.checked)
     return explanation
+
+
+def _nonfinite_sent(recording: Recording, step: Step) -> list[dict[str, Any]]:
+    """Each non-finite gradient the step made: slot, where it went, NaN or Inf."""
+    graph = recording.graph
+    targets = {edge.slot: edge for edge in graph.out_edges(step.node_id)}
+    out = []
+    for slot, kind in step.nonfinite_origin:
+        edge = targets.get(slot)
+        to = "off the graph" if edge is None or edge.dst is None else _target(graph, edge)
+        out.append({"slot": slot, "to": to, "kind": kind})
+    return out
+
+
+def _nonfinite_text(recording: Recording, step: Step) -> str:
+    """'Inf first appears here: SqrtBackward0 sent Inf to AccumulateGrad(x) (input 0),
+    although everything it received was finite.'"""
+    sent = _nonfinite_sent(recording, step)
+    said = " ".join(s["kind"] for s in sent)
+    kinds = [kind for kind in ("NaN", "Inf") if kind in said]
+    verb = "appear" if len(kinds) > 1 else "appears"
+    where = ", ".join(f"{s['kind']} to {s['to']} (input {s['slot']})" for s in sent)
+    return (
+        f"{' and '.join(kinds)} first {verb} here: {step.type_name} sent {where}, although "
+        "everything it received was finite."
+    )
 
 
 def _seed_text(recording: Recording) -> str:
@@ -1264,6 +1303,8 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
             "sent": [],
             "flow_ok": True,
             "hooks": [],
+            "flow_checked": True,
+            "nonfinite": [],
         }
     step = recording.steps[index - 1]
     graph = recording.graph
@@ -1285,4 +1326,6 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
         "sent": sent,
         "flow_ok": step.flow_ok,
         "hooks": [change.text() for change in step.hook_changes],
+        "flow_checked": step.flow_checked,
+        "nonfinite": _nonfinite_sent(recording, step),
     }

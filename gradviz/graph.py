@@ -49,10 +49,26 @@ Scalar = float | int | bool | str
 
 def format_number(value: Scalar) -> str:
     """Short, stable text for one number: 36.0 -> '36', 1/3 -> '0.3333'."""
-    if isinstance(value, bool | str | int):
+    if isinstance(value, str):
+        return _complex_text(value)
+    if isinstance(value, bool | int):
         return str(value)
     text = f"{value:.4g}"
     return "0" if text == "-0" else text
+
+
+def _complex_text(text: str) -> str:
+    """'(1.5-0.25j)' (how summaries keep complex values, exactly) as '1.5-0.25j'; other
+    strings unchanged."""
+    if not (text.startswith("(") and text.endswith("j)")):
+        return text
+    try:
+        value = complex(text)
+    except ValueError:
+        return text
+    imag = f"{value.imag:+.4g}"
+    imag = "+0" if imag == "-0" else imag
+    return f"{format_number(value.real)}{imag}j"
 
 
 @dataclass(frozen=True)
@@ -68,9 +84,19 @@ class Summary:
     max: float | None = None
     mean: float | None = None
     norm: float | None = None
+    nan: bool = False  # some value is NaN
+    inf: bool = False  # some value is +-Inf
+    available: bool = True  # False: the values cannot be read (a meta tensor)
+
+    @property
+    def finite(self) -> bool | None:
+        """True when every value is finite; None when the values are not available."""
+        return None if not self.available else not (self.nan or self.inf)
 
     def text(self, max_chars: int = 60) -> str:
         """One line for labels: '2', '[1, 2, 3]' or 'min -1 · max 2 · mean 0.1'."""
+        if not self.available:
+            return f"{self.shape_text()} {self.dtype}: values not available"
         if self.complete:
             if self.shape == ():
                 return format_number(self.values[0]) if self.values else "?"
@@ -84,6 +110,9 @@ class Summary:
             parts.append(f"max {format_number(self.max)}")
         if self.mean is not None:
             parts.append(f"mean {format_number(self.mean)}")
+        elif self.norm is not None:  # complex values: no order, so no min or max
+            first = ", ".join(format_number(v) for v in self.values[:2])
+            parts.append(f"norm {format_number(self.norm)} · [{first}, …]")
         if not parts:
             first = ", ".join(format_number(v) for v in self.values[:3])
             return f"[{first}, …]"
@@ -91,7 +120,7 @@ class Summary:
 
     def short(self) -> str:
         """Compact text for an edge label: the value(s) if few, else shape and norm."""
-        if self.complete and self.numel <= 4:
+        if not self.available or (self.complete and self.numel <= 4):
             return self.text()
         norm = "" if self.norm is None else f" ‖{format_number(self.norm)}‖"
         return f"{self.shape_text()}{norm}"
@@ -110,6 +139,9 @@ class Summary:
             "max": self.max,
             "mean": self.mean,
             "norm": self.norm,
+            "nan": self.nan,
+            "inf": self.inf,
+            "available": self.available,
         }
 
     @classmethod
@@ -124,6 +156,9 @@ class Summary:
             max=data.get("max"),
             mean=data.get("mean"),
             norm=data.get("norm"),
+            nan=data.get("nan", False),
+            inf=data.get("inf", False),
+            available=data.get("available", True),
         )
 
 

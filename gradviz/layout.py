@@ -147,4 +147,6 @@ def step_css(theme: Theme, scope: str = "") -> str:
         f"{s}.gv_flowing>polygon{{stroke:{step.active_border};fill:{step.active_border}}}"
         f"{s}.gv_hidegrad .gv_grad{{visibility:hidden}}"
         f"{s}.gv_filled>polygon{{stroke:{step.active_border}}}"
+        f"{s}.gv_nonfinite>path,{s}.gv_nonfinite>polygon{{stroke:{step.nonfinite_border};"
+        f"stroke-width:{step.active_width}px;stroke-dasharray:7 3}}"
     )

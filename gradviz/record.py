@@ -195,7 +195,7 @@ class _Recorder:
 
     def _count(self, value: torch.Tensor) -> None:
         """Warn once, before the copies would hold more than ``memory_budget`` bytes."""
-        size = value.numel() * value.element_size()
+        size = 0 if value.is_meta else value.numel() * value.element_size()
         budget = self.memory_budget
         if budget is not None and self.held <= budget < self.held + size:
             warnings.warn(

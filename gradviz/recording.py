@@ -7,6 +7,8 @@ output of the forward op) and what it sent (``grad_inputs``, aligned with its
 
 from __future__ import annotations
 
+import cmath
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from gradviz.graph import Graph, Summary
+from gradviz.nonfinite import find_origins
 from gradviz.summary import summarize
 
 if TYPE_CHECKING:
@@ -108,7 +111,11 @@ class Step:
     retained: dict[str, GradValue] = field(default_factory=dict)  # tensor id -> its .grad
     finished: bool = False
     flow_ok: bool = True
+    flow_checked: bool = True  # False: the kept values cannot show the flow (flow_note: why)
     flow_note: str = ""
+    # (slot, "NaN" / "Inf" / "NaN and Inf") of each non-finite gradient this step sent
+    # although all it received was finite: where the NaN or Inf first appeared
+    nonfinite_origin: tuple[tuple[int, str], ...] = ()
     raw_outputs: tuple[torch.Tensor | None, ...] = field(default=(), repr=False)
     # what the op itself sent, before the user's own node hooks ran (None: it had none)
     sent_by_op: tuple[GradValue | None, ...] | None = None
@@ -132,8 +139,10 @@ class Step:
             "retained": {k: as_summary(v).to_dict() for k, v in self.retained.items()},
             "finished": self.finished,
             "flow_ok": self.flow_ok,
+            "flow_checked": self.flow_checked,
             "flow_note": self.flow_note,
             "hook_changes": [change.to_dict() for change in self.hook_changes],
+            "nonfinite_origin": [list(origin) for origin in self.nonfinite_origin],
         }
 
 
@@ -157,6 +166,7 @@ class Recording:
         self.input_nodes = input_nodes
         self._by_node = {step.node_id: step for step in steps}
         check_flow(self)
+        find_origins(self)
 
     # -- lookups -------------------------------------------------------------------------
     def step_for(self, node_id: str) -> Step | None:
@@ -183,6 +193,12 @@ class Recording:
     def not_run(self) -> list[str]:
         """Nodes that did not run: pruned by ``inputs=``, or ``AccumulateGrad`` under grad()."""
         return [n.id for n in self.graph.nodes if n.id not in self._by_node]
+
+    def nonfinite_origins(self) -> list[Step]:
+        """The steps where NaN or Inf first appeared: each sent a non-finite gradient
+        (``step.nonfinite_origin``: which slot, NaN or Inf) although all it received was
+        finite. Empty when every gradient stayed finite (or came in non-finite as a seed)."""
+        return [step for step in self.steps if step.nonfinite_origin]
 
     def predicted_order(self) -> list[str]:
         """The order predicted from the graph alone, before any backward ran."""
@@ -280,6 +296,9 @@ class Recording:
     def __repr__(self) -> str:
         bad = sum(1 for s in self.steps if not s.flow_ok)
         flow = "flow check ok" if not bad else f"{bad} steps fail the flow check"
+        unchecked = sum(1 for s in self.steps if not s.flow_checked)
+        if unchecked:
+            flow += f" ({unchecked} steps not verifiable)"
         return (
             f"<gradviz.Recording: {len(self.steps)} steps over {len(self.graph.nodes)} nodes, "
             f"keep={self.keep!r}, {flow}>"
@@ -293,11 +312,14 @@ def check_flow(recording: Recording) -> None:
     Received gradient at output ``nr`` = seed + the sum of every edge into it with that
     ``input_nr``; what a node sent = what its op computed (recorded before the user's node
     hooks); at ``AccumulateGrad``, ``.grad`` must change by what was received. Each
-    mismatch becomes a ``HookChange`` on the step, with the value before and after.
+    mismatch becomes a ``HookChange`` on the step, with the value before and after. Where
+    the kept values cannot show it (meta tensors, NaN sums, complex statistics), the step is
+    marked not verifiable (``flow_checked``) and ``flow_note`` says why.
     """
     graph = recording.graph
     for step in recording.steps:
         changes: list[HookChange] = []
+        unverifiable: list[str] = []
         for nr, received in enumerate(step.grad_outputs):
             sent: list[GradValue] = []
             seed = recording.seeds.get((step.node_id, nr))
@@ -312,7 +334,10 @@ def check_flow(recording: Recording) -> None:
                 value = producer.grad_inputs[edge.slot] if producer.grad_inputs else None
                 if value is not None:
                     sent.append(value)
-            if not _same_sum(received, sent):
+            same = _same_sum(received, sent)
+            if same is None:
+                unverifiable.append(f"output {nr}: {_why_unverifiable([received, *sent])}")
+            elif not same:
                 before = _sum_of(sent)
                 text = " + ".join(value_text(v) for v in sent) or "nothing"
                 if before is not None and len(sent) > 1:
@@ -322,25 +347,32 @@ def check_flow(recording: Recording) -> None:
             for slot, (op_value, value) in enumerate(
                 zip(step.sent_by_op, step.grad_inputs, strict=False)
             ):
-                if not _same_sum(value, [] if op_value is None else [op_value]):
+                same = _same_sum(value, [] if op_value is None else [op_value])
+                if same is None:
+                    unverifiable.append(f"slot {slot}: {_why_unverifiable([value, op_value])}")
+                elif not same:
                     changes.append(HookChange("sent", slot, op_value, value_text(op_value), value))
-        if (
-            step.finished
-            and step.leaf_grad_after is not None
-            and step.grad_outputs
-            and not _accumulated(step.leaf_grad_before, step.grad_outputs[0], step.leaf_grad_after)
-        ):
+        if step.finished and step.leaf_grad_after is not None and step.grad_outputs:
             before = step.leaf_grad_before
             received = step.grad_outputs[0]
-            parts = [received] if before is None else [before, received]
-            text = " + ".join(value_text(v) for v in parts)
-            total = _sum_of(parts)  # type: ignore[arg-type]
-            if total is not None and len(parts) > 1:
-                text += f" = {value_text(total)}"
-            changes.append(HookChange("grad", 0, total, text, step.leaf_grad_after))
+            accumulated = _accumulated(before, received, step.leaf_grad_after)
+            if accumulated is None:
+                why = _why_unverifiable([before, received, step.leaf_grad_after])
+                unverifiable.append(f".grad: {why}")
+            elif not accumulated:
+                parts = [received] if before is None else [before, received]
+                text = " + ".join(value_text(v) for v in parts)
+                total = _sum_of(parts)  # type: ignore[arg-type]
+                if total is not None and len(parts) > 1:
+                    text += f" = {value_text(total)}"
+                changes.append(HookChange("grad", 0, total, text, step.leaf_grad_after))
         step.hook_changes = changes
         step.flow_ok = not changes
-        step.flow_note = "; ".join(change.text() for change in changes)
+        step.flow_checked = not unverifiable
+        notes = [change.text() for change in changes]
+        if unverifiable:
+            notes.append("not verifiable at " + ", ".join(unverifiable))
+        step.flow_note = "; ".join(notes)
 
 
 def _sum_of(values: list[GradValue]) -> GradValue | None:
@@ -355,34 +387,81 @@ def _sum_of(values: list[GradValue]) -> GradValue | None:
     return None
 
 
+def _unavailable(value: GradValue | None) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.is_meta
+    return value is not None and not value.available
+
+
+def _why_unverifiable(values: list[GradValue | None]) -> str:
+    """Why the kept values cannot show whether the gradients add up."""
+    if any(_unavailable(v) for v in values):
+        return "the values are not available (meta tensors hold no data)"
+    summaries = [as_summary(v) for v in values if v is not None]
+    if any(s.finite is False for s in summaries):
+        return "NaN or Inf in the summaries, whose sums cannot be compared"
+    return "complex summaries keep no sum (record with keep='all' to check)"
+
+
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape:
         return False
+    if a.layout != torch.strided or b.layout != torch.strided:
+        return _close_sparse(a, b)
     if a is b or torch.equal(a, b):  # the usual case, and one pass instead of allclose's many
         return True
-    return bool(torch.allclose(a.detach().double(), b.detach().double(), rtol=1e-5, atol=1e-7))
+    wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
+    return bool(
+        torch.allclose(
+            a.detach().to(wide), b.detach().to(wide), rtol=1e-5, atol=1e-7, equal_nan=True
+        )
+    )
 
 
-def _total(value: GradValue) -> float:
+def _close_sparse(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Sparse gradients (``nn.Embedding(sparse=True)``): compared through their stored
+    values, never made dense (an embedding table's gradient can be huge)."""
+    a, b = a.detach().to_sparse(), b.detach().to_sparse()
+    difference = (a - b).coalesce().values()
+    scale = torch.cat(
+        [a.coalesce().values().abs().reshape(-1), b.coalesce().values().abs().reshape(-1)]
+    )
+    tolerance = 1e-7 + 1e-5 * (float(scale.max()) if scale.numel() else 0.0)
+    return difference.numel() == 0 or bool(difference.abs().max() <= tolerance)
+
+
+def _total(value: GradValue) -> complex | None:
+    """The sum of all values, from the summary; None when it cannot say."""
     summary = as_summary(value)
+    if not summary.available:
+        return None
     if summary.complete:
-        return float(sum(float(v) for v in summary.values))
-    return (summary.mean or 0.0) * summary.numel
+        try:
+            return sum((complex(v) for v in summary.values), 0j)
+        except (TypeError, ValueError):
+            return None
+    return None if summary.mean is None else summary.mean * summary.numel
 
 
 def _scale(values: list[GradValue]) -> float:
     scale = 0.0
     for value in values:
         summary = as_summary(value)
+        if summary.min is None and summary.norm is not None:  # complex: |sum| <= sqrt(n)·norm
+            scale += summary.norm * math.sqrt(max(summary.numel, 1))
+            continue
         scale += max(abs(summary.min or 0.0), abs(summary.max or 0.0)) * max(summary.numel, 1)
     return scale
 
 
-def _same_sum(received: GradValue | None, sent: list[GradValue]) -> bool:
+def _same_sum(received: GradValue | None, sent: list[GradValue]) -> bool | None:
+    """Whether ``received`` is the sum of ``sent``; None when the kept values cannot say."""
     if len(sent) == 1 and sent[0] is received:  # stored once: the producer's own value
         return True
     if received is None:
         return not sent or all(_is_zero(v) for v in sent)
+    if any(_unavailable(v) for v in [received, *sent]):
+        return None
     if not sent:
         return _is_zero(received)
     if all(isinstance(v, torch.Tensor) for v in [received, *sent]):
@@ -390,24 +469,40 @@ def _same_sum(received: GradValue | None, sent: list[GradValue]) -> bool:
         for value in sent[1:]:
             total = total + value.detach()  # type: ignore[union-attr]
         return _close(received, total)  # type: ignore[arg-type]
-    tolerance = 1e-4 * _scale([received, *sent]) + 1e-6
-    return abs(_total(received) - sum(_total(v) for v in sent)) <= tolerance
+    return _sums_agree([received], sent)
+
+
+def _sums_agree(left: list[GradValue], right: list[GradValue]) -> bool | None:
+    """Whether the summed values of ``left`` and ``right`` agree, from summaries."""
+    totals: list[complex] = []
+    for value in [*left, *right]:
+        total = _total(value)
+        if total is None or not cmath.isfinite(total):
+            return None
+        totals.append(total)
+    difference = sum(totals[: len(left)], 0j) - sum(totals[len(left) :], 0j)
+    return abs(difference) <= 1e-4 * _scale([*left, *right]) + 1e-6
 
 
 def _is_zero(value: GradValue) -> bool:
     summary = as_summary(value)
+    if summary.min is None:  # complex, or not available
+        return summary.norm == 0
     return summary.min == 0 and summary.max == 0
 
 
-def _accumulated(before: GradValue | None, received: GradValue | None, after: GradValue) -> bool:
+def _accumulated(
+    before: GradValue | None, received: GradValue | None, after: GradValue
+) -> bool | None:
+    """Whether ``.grad`` went from ``before`` to ``before + received``; None: cannot say."""
     if received is None or (before is None and after is received):
         return True
+    if any(_unavailable(v) for v in (before, received, after)):
+        return None
     if isinstance(after, torch.Tensor) and isinstance(received, torch.Tensor):
         expected = received.detach()
         if isinstance(before, torch.Tensor):
             expected = before.detach() + expected
         return _close(after, expected)
     parts = [received] if before is None else [before, received]
-    return (
-        abs(_total(after) - sum(_total(v) for v in parts)) <= 1e-4 * _scale([after, *parts]) + 1e-6
-    )
+    return _sums_agree([after], parts)

@@ -418,11 +418,25 @@ def _schedule(
         elif record.role is Role.LEAF and record.node_id in ran_at:
             links[f"{prefix}_l_{record.id}"] = ran_at[record.node_id]
     schedule: dict[str, Any] = {"nodes": nodes, "edges": edges, "links": links}
+    nonfinite = _nonfinite(recording, prefix)
+    if nonfinite:
+        schedule["nonfinite"] = nonfinite
     if depths:
         schedule["boxes"] = _boxes(recording, prefix, depths)
     if born:
         schedule["born"] = born
     return schedule
+
+
+def _nonfinite(recording: Recording, prefix: str) -> dict[str, int]:
+    """Where NaN or Inf first appeared: the node and the edges that carried it, with the
+    step from which on they are marked ``gv_nonfinite``."""
+    marked: dict[str, int] = {}
+    for step in recording.nonfinite_origins():
+        marked[f"{prefix}_{step.node_id}"] = step.index
+        for slot, _ in step.nonfinite_origin:
+            marked[f"{prefix}_e_{step.node_id}_{slot}"] = step.index
+    return marked
 
 
 def classes_at(schedule: dict[str, Any], index: int, view: str = "backward") -> dict[str, str]:
@@ -457,6 +471,10 @@ def classes_at(schedule: dict[str, Any], index: int, view: str = "backward") -> 
         if extra:
             had = classes.get(element_id)
             classes[element_id] = f"{had} {extra}" if had else extra
+    for element_id, at in schedule.get("nonfinite", {}).items():
+        if index >= at:  # from the step that made the NaN or Inf on
+            had = classes.get(element_id)
+            classes[element_id] = f"{had} gv_nonfinite" if had else "gv_nonfinite"
     return classes
 
 

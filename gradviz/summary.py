@@ -40,6 +40,7 @@ _FAST_DTYPES = (torch.float32, torch.float64)  # dot() is exact enough and one p
 # largest max(|min|, |max|)**2 * numel for which sums and squares cannot overflow
 _SAFE_SQUARES = {torch.float32: 1e37, torch.float64: 1e306}
 _ONES: dict[torch.dtype, Any] = {}  # NUMPY_MAX ones per dtype: sum(x) as dot(x, ones)
+_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -61,13 +62,19 @@ def _plain(values: list[object]) -> tuple[Scalar, ...]:
 
 
 def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
-    """All values of a small tensor, or shape, first values, min, max, mean and norm."""
+    """All values of a small tensor, or shape, first values, min, max, mean and norm.
+
+    Reductions run on the tensor's own device; only a few numbers reach the CPU. A meta
+    tensor has no values to read; a sparse one is summarized from its stored values.
+    """
     data = tensor.detach()  # detached: nothing below is recorded by autograd
     numel = data.numel()
     shape = tuple(data.shape)
     dtype = dtype_name(data.dtype)
-    if data.layout != torch.strided or data.is_meta:
-        return Summary(shape, dtype, numel, (), False)
+    if data.is_meta:
+        return Summary(shape, dtype, numel, (), False, available=False)
+    if data.layout != torch.strided:
+        return _sparse_summary(data, small_numel, shape, dtype, numel)
     if numel <= small_numel:
         if numel == 0:
             return Summary(shape, dtype, numel, (), True)
@@ -76,20 +83,28 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
             floats = data.reshape(-1).tolist()
             values: tuple[Scalar, ...] = tuple(floats)
         else:
-            values = _plain(data.reshape(-1).tolist())
+            raw = data.reshape(-1).tolist()
+            values = _plain(raw)
             if data.is_complex():
-                return Summary(shape, dtype, numel, values, True)
+                return _complex_small(shape, dtype, numel, values, raw)
             floats = [float(v) for v in values]
+        nan = any(v != v for v in floats)
+        # Python's min() and max() skip NaN by accident (comparisons are False): say NaN,
+        # as torch.aminmax does
+        low, high = (math.nan, math.nan) if nan else (min(floats), max(floats))
+        inf = any(math.isinf(v) for v in floats)
         return Summary(
             shape,
             dtype,
             numel,
             values,
             True,
-            min(floats),
-            max(floats),
+            low,
+            high,
             sum(floats) / numel,
             float(sum([v * v for v in floats]) ** 0.5),
+            nan,
+            inf,
         )
     if data.dtype in _FAST_DTYPES:
         contiguous = data.is_contiguous()
@@ -98,21 +113,90 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
             if numpy is not None and data.is_cpu and not data.is_neg():
                 return _numpy_summary(data, flat, contiguous, shape, dtype, numel)
             return _torch_summary(data, flat, shape, dtype, numel)
-    values = _plain(_head(data, PREVIEW))
+    return _other_summary(data, _plain(_head(data, PREVIEW)), shape, dtype, numel)
+
+
+def _nonfinite(low: float, high: float, values: Any) -> tuple[bool, bool]:
+    """(has NaN, has Inf) from the min and max, which are NaN when any value is; only
+    then are the values (``values``: a NumPy array or a tensor) searched for Inf."""
+    if math.isnan(low) or math.isnan(high):
+        if isinstance(values, torch.Tensor):
+            return True, bool(torch.isinf(values).any())
+        return True, bool(numpy.isinf(values).any())
+    return False, math.isinf(low) or math.isinf(high)
+
+
+def _complex_small(
+    shape: tuple[int, ...], dtype: str, numel: int, values: tuple[Scalar, ...], raw: list[Any]
+) -> Summary:
+    """Every complex value (kept exactly as text) and the norm; complex numbers have no
+    order, so no min or max, and a complex mean does not fit a float."""
+    nan = any(math.isnan(v.real) or math.isnan(v.imag) for v in raw)
+    inf = any(math.isinf(v.real) or math.isinf(v.imag) for v in raw)
+    norm = math.sqrt(sum(abs(v) ** 2 for v in raw))
+    return Summary(shape, dtype, numel, values, True, norm=norm, nan=nan, inf=inf)
+
+
+def _other_summary(
+    data: torch.Tensor, values: tuple[Scalar, ...], shape: tuple[int, ...], dtype: str, numel: int
+) -> Summary:
+    """Complex, half precision, integer and boolean tensors, and float views that do not fill
+    their memory: reductions on the tensor's device, no full-size copy of floats."""
     if data.is_complex():
-        return Summary(shape, dtype, numel, values, False)
+        norm = float(torch.linalg.vector_norm(data))
+        nan = inf = False
+        if not math.isfinite(norm):
+            nan, inf = bool(torch.isnan(data).any()), bool(torch.isinf(data).any())
+        return Summary(shape, dtype, numel, values, False, norm=norm, nan=nan, inf=inf)
     work = data if data.is_floating_point() else data.to(torch.float64)
     low_t, high_t = torch.aminmax(work)
+    low, high = float(low_t), float(high_t)
+    nan, inf = _nonfinite(low, high, work)
     return Summary(
         shape,
         dtype,
         numel,
         values,
         False,
-        float(low_t),
-        float(high_t),
-        float(work.mean()),
-        float(torch.linalg.vector_norm(work)),
+        low,
+        high,
+        float(work.sum(dtype=torch.float64)) / numel,
+        float(torch.linalg.vector_norm(work, dtype=torch.float64)),
+        nan,
+        inf,
+    )
+
+
+def _sparse_summary(
+    data: torch.Tensor, small_numel: int, shape: tuple[int, ...], dtype: str, numel: int
+) -> Summary:
+    """A sparse tensor from its stored values (the others are zeros): small ones in full."""
+    if numel <= small_numel:
+        return summarize(data.to_dense(), small_numel)
+    if data.layout == torch.sparse_coo:
+        stored = data.coalesce().values()  # duplicates summed, as the tensor means them
+    elif data.layout in _COMPRESSED:
+        stored = data.values()
+    else:
+        return Summary(shape, dtype, numel, (), False, available=False)
+    if stored.numel() == 0:
+        return summarize(torch.zeros((), dtype=data.dtype, device=data.device).expand(shape))
+    dense = _other_summary(stored, (), shape, dtype, numel)
+    if dense.min is None or dense.max is None or dense.mean is None:  # complex: the norm
+        return dense
+    zeros = stored.numel() < numel  # values not stored are zeros
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        (),
+        False,
+        min(dense.min, 0.0) if zeros else dense.min,
+        max(dense.max, 0.0) if zeros else dense.max,
+        dense.mean,  # the sum of the stored values over all numel values
+        dense.norm,
+        dense.nan,
+        dense.inf,
     )
 
 
@@ -140,6 +224,7 @@ def _numpy_summary(
     # BLAS dot for the squares (NumPy's is faster than torch's); it would warn on overflow
     squares = float(array.dot(array)) if safe else torch.dot(flat, flat).item()
     head = array if contiguous else data.numpy().flat
+    nan, inf = _nonfinite(low, high, array)
     return Summary(
         shape,
         dtype,
@@ -150,6 +235,8 @@ def _numpy_summary(
         high,
         total / numel,
         math.sqrt(squares),
+        nan,
+        inf,
     )
 
 
@@ -162,6 +249,7 @@ def _torch_summary(
     else:
         low_t, high_t = torch.aminmax(flat)
         low, high = low_t.item(), high_t.item()
+    nan, inf = _nonfinite(low, high, flat)
     return Summary(
         shape,
         dtype,
@@ -172,6 +260,8 @@ def _torch_summary(
         high,
         flat.sum().item() / numel,
         math.sqrt(torch.dot(flat, flat).item()),
+        nan,
+        inf,
     )
 
 
@@ -213,6 +303,8 @@ def summarize_view(view: torch.Tensor, summary: Summary) -> Summary:
         summary.max,
         summary.mean,
         summary.norm,
+        summary.nan,
+        summary.inf,
     )
 
 

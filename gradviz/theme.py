@@ -65,6 +65,7 @@ class StepStyle:
     pending_opacity: float
     grad_text: str
     done_border: str
+    nonfinite_border: str  # dashed around where a NaN or Inf gradient first appeared
 
     def __post_init__(self) -> None:
         _check(
@@ -151,6 +152,7 @@ DEFAULT = Theme(
         pending_opacity=0.35,
         grad_text="#b3261e",
         done_border="#1f4e99",
+        nonfinite_border="#e6007e",
     ),
 )
 
@@ -173,6 +175,7 @@ DARK = Theme(
         pending_opacity=0.35,
         grad_text="#ffb4a9",
         done_border="#82b1ff",
+        nonfinite_border="#ff5cd6",
     ),
 )
 
@@ -196,6 +199,7 @@ COLORBLIND = Theme(
         pending_opacity=0.35,
         grad_text="#cc3d00",
         done_border="#0072b2",
+        nonfinite_border="#cc79a7",
     ),
 )
 
@@ -218,6 +222,7 @@ GREYSCALE = Theme(
         pending_opacity=0.3,
         grad_text="#000000",
         done_border="#000000",
+        nonfinite_border="#000000",
     ),
 )
 

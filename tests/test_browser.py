@@ -23,6 +23,7 @@ from typing import Any
 
 import nbformat
 import pytest
+import torch
 
 import gradviz
 from gradviz.lessons import lesson
@@ -156,6 +157,36 @@ def ten_ops_watched() -> Recording:
     with gradviz.watch() as w:
         built = lesson("ten-ops").build()
     return w.record(*built.roots)
+
+
+# Which elements carry the NaN/Inf highlight.
+READ_NONFINITE = (
+    """(root) => [...root.querySelectorAll("svg .gv_nonfinite")].map((e) => e.id).sort()"""
+)
+
+
+@pytest.mark.browser
+@pytest.mark.needs_dot
+def test_standalone_replay_marks_where_inf_first_appears(tmp_path: Path) -> None:
+    """sqrt at 0 sends Inf: the page marks that node and edge from its step on, exactly
+    where gradviz.replay.classes_at does."""
+    x = torch.tensor([0.0, 1.0, 4.0], requires_grad=True)
+    recording = gradviz.record((x.sqrt() * 3).sum())
+    (origin,) = recording.nonfinite_origins()
+    schedule = replay_data(recording)["schedule"]
+    page_file = recording.save(tmp_path / "nan.html")
+    with chromium(tmp_path / "profile") as context:
+        page, _, errors = open_local(context, page_file)
+        root = page.wait_for_selector(".gv-stepper")
+        for index in range(len(recording)):
+            want = sorted(k for k, v in classes_at(schedule, index).items() if "gv_nonfinite" in v)
+            assert page.evaluate(READ_NONFINITE, root) == want, index
+            assert bool(want) == (index >= origin.index)
+            if index == origin.index:
+                assert "first appears here" in root.query_selector(".gv-panel").inner_text()
+            if index < len(recording) - 1:
+                root.query_selector(".gv-next").click()
+        assert not errors
 
 
 @pytest.mark.browser
