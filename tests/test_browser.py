@@ -26,6 +26,7 @@ import pytest
 import torch
 
 import gradviz
+from gradviz.escape import MAX_LABEL_CHARS
 from gradviz.lessons import lesson
 from gradviz.recording import Recording
 from gradviz.replay import classes_at, forward_frames, replay_born, replay_data
@@ -365,7 +366,19 @@ NOTEBOOK_CELLS = [
     "stepper = gradviz.Stepper(recording)\n"
     "stepper",
     "recording  # a Recording displays as a second stepper of the same graph",
+    # names a user could write: markup, a quote-breaker, a direction override, 10,000 chars
+    "import torch\n"
+    "HOSTILE = ['<script>alert(1)</script>', '<img src=x onerror=alert(1)>',\n"
+    "           '\"\\'></text>]]><!--', 'a\\u202eb', 'L' * 10_000]\n"
+    "leaves = {n: torch.tensor([i + 1.0], requires_grad=True) for i, n in enumerate(HOSTILE)}\n"
+    "hostile = gradviz.Stepper(gradviz.record(\n"
+    "    sum((t * t).sum() for t in leaves.values()), names=leaves))\n"
+    "hostile",
 ]
+# Anything a name injected into the page: elements that run code, or handler attributes.
+INJECTED = """() => [...document.querySelectorAll('.gv-stepper *')].filter((e) =>
+  ['IMG', 'SCRIPT', 'IFRAME'].includes(e.tagName.toUpperCase()) ||
+  [...e.attributes].some((a) => a.name.toLowerCase().startsWith('on'))).length"""
 
 # Run code in the notebook's kernel from the page and return what it printed.
 KERNEL_EXEC = """async (code) => {
@@ -471,9 +484,11 @@ def _active(root: Any) -> list[str | None]:
 def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
     prefix, order = ten_ops.graph.prefix, ten_ops.order
     errors: list[str] = []
+    dialogs: list[str] = []
     with jupyterlab(tmp_path / "lab") as url, chromium(tmp_path / "profile") as context:
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         page.set_default_timeout(90_000)
         page.goto(url)
         page.wait_for_function(
@@ -483,8 +498,8 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
             " window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
         )
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        page.wait_for_function("() => document.querySelectorAll('.gv-stepper').length === 2")
-        first, second = page.query_selector_all(".gv-stepper")
+        page.wait_for_function("() => document.querySelectorAll('.gv-stepper').length === 3")
+        first, second, hostile = page.query_selector_all(".gv-stepper")
         assert first.get_attribute("data-step") == "0" and _active(first) == []
 
         timings = [page.evaluate(TIMED_CLICK, [first, ".gv-next"])]
@@ -517,6 +532,20 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
             " {theme: 'JupyterLab Dark'})"
         )
         page.wait_for_function("(root) => root.classList.contains('gv-dark')", arg=first)
+
+        # the hostile names stay text: stepping through shows each whole in the panel
+        panels = []
+        while hostile.query_selector(".gv-next").is_enabled():
+            hostile.query_selector(".gv-next").click()
+            panels.append(hostile.query_selector(".gv-panel").text_content() or "")
+        seen = "\n".join(panels)
+        for name in ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "L" * 10_000):
+            assert name in seen, name[:40]
+        labels = [t.text_content() or "" for t in hostile.query_selector_all("svg text")]
+        long_labels = [t for t in labels if t.startswith("LLLL")]  # shortened on screen
+        assert long_labels and all(len(t) <= MAX_LABEL_CHARS for t in long_labels)
+        assert page.evaluate(INJECTED) == 0
+        assert dialogs == []
     if errors:  # JupyterLab's own errors are shown, not failed on; ours come from a blob:
         print("\npage errors:", *errors, sep="\n  ")
     assert not [e for e in errors if "blob:" in e], errors  # anywidget loads our ESM as a blob
