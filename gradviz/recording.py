@@ -7,6 +7,7 @@ output of the forward op) and what it sent (``grad_inputs``, aligned with its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,7 +280,8 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if a is b or torch.equal(a, b):  # the usual case, and one pass instead of allclose's many
         return True
-    return bool(torch.allclose(a.detach().double(), b.detach().double(), rtol=1e-5, atol=1e-7))
+    a, b = a.detach().double(), b.detach().double()
+    return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True))  # nan: a diverged model
 
 
 def _total(value: GradValue) -> float:
@@ -310,7 +312,7 @@ def _same_sum(received: GradValue | None, sent: list[GradValue]) -> bool:
             total = total + value.detach()  # type: ignore[union-attr]
         return _close(received, total)  # type: ignore[arg-type]
     tolerance = 1e-4 * _scale([received, *sent]) + 1e-6
-    return abs(_total(received) - sum(_total(v) for v in sent)) <= tolerance
+    return _near(_total(received), sum(_total(v) for v in sent), tolerance)
 
 
 def _is_zero(value: GradValue) -> bool:
@@ -327,6 +329,13 @@ def _accumulated(before: GradValue | None, received: GradValue | None, after: Gr
             expected = before.detach() + expected
         return _close(after, expected)
     parts = [received] if before is None else [before, received]
-    return (
-        abs(_total(after) - sum(_total(v) for v in parts)) <= 1e-4 * _scale([after, *parts]) + 1e-6
-    )
+    tolerance = 1e-4 * _scale([after, *parts]) + 1e-6
+    return _near(_total(after), sum(_total(v) for v in parts), tolerance)
+
+
+def _near(total: float, expected: float, tolerance: float) -> bool:
+    """Totals of summaries agree. A gradient holding nan or inf has no total to compare
+    (inf - inf is nan): it agrees with another that is not finite either."""
+    if math.isfinite(total) and math.isfinite(expected):
+        return abs(total - expected) <= tolerance
+    return not math.isfinite(total) and not math.isfinite(expected)

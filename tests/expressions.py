@@ -17,6 +17,7 @@ refused at once, so the generator stays clear of both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ MAX_ABS = 1e3  # values stay this small, so gradients stay finite in float32
 MAX_NUMEL = 64
 MAX_NDIM = 3
 SCALARS = (-3.0, -1.0, 0.5, 2.0)
+SPECIALS = (None, math.nan, math.inf, -math.inf)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Leaf:
     requires_grad: bool
     seed: int
     grid: bool = False
+    special: float | None = None  # nan or inf as the first value: a diverging model
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ def make_leaf(spec: Leaf) -> torch.Tensor:
     values = torch.rand(spec.shape, generator=generator, dtype=DTYPES[spec.dtype]) * 4 - 2
     if spec.grid:
         values = (values * 2).round() / 2
+    if spec.special is not None and values.numel():
+        values.view(-1)[0] = spec.special
     return values.requires_grad_(spec.requires_grad)
 
 
@@ -268,8 +273,9 @@ BINARY = ("add", "sub", "mul", "div", "maximum", "matmul", "mul_", "add_", "set_
 UNARY = tuple(name for name in APPLY if name not in BINARY)
 
 
-def _fits(values: list[torch.Tensor], op: Op) -> list[torch.Tensor] | None:
-    """The op's results if PyTorch runs it and they are finite, moderate and small."""
+def _fits(values: list[torch.Tensor], op: Op, special: bool) -> list[torch.Tensor] | None:
+    """The op's results if PyTorch runs it and they are small, moderate and finite
+    (``special``: non-finite values may spread, they come from the leaves)."""
     try:
         results = apply(values, op)
     except (RuntimeError, IndexError):  # shapes or dtypes that do not go together
@@ -277,13 +283,16 @@ def _fits(values: list[torch.Tensor], op: Op) -> list[torch.Tensor] | None:
     for result in results:
         if result.numel() > MAX_NUMEL or result.ndim > MAX_NDIM:
             return None
-        if result.numel() and not bool(result.detach().abs().amax() <= MAX_ABS):
-            return None  # also rejects inf and nan
+        finite = result.detach()[result.detach().isfinite()]
+        if finite.numel() and not bool(finite.abs().amax() <= MAX_ABS):
+            return None
+        if not special and finite.numel() != result.numel():
+            return None
     return results
 
 
 @st.composite
-def leaves(draw: st.DrawFn) -> tuple[Leaf, ...]:
+def leaves(draw: st.DrawFn, special: bool = False) -> tuple[Leaf, ...]:
     def one(requires_grad: bool) -> Leaf:
         return Leaf(
             shape=draw(st.sampled_from(LEAF_SHAPES)),
@@ -291,6 +300,7 @@ def leaves(draw: st.DrawFn) -> tuple[Leaf, ...]:
             requires_grad=requires_grad,
             seed=draw(st.integers(0, 2**16)),
             grid=draw(st.booleans()),
+            special=draw(st.sampled_from(SPECIALS)) if special else None,
         )
 
     first = one(True)  # at least one leaf requires grad
@@ -299,9 +309,10 @@ def leaves(draw: st.DrawFn) -> tuple[Leaf, ...]:
 
 
 @st.composite
-def programs(draw: st.DrawFn, max_ops: int = 14) -> Program:
-    """Random valid programs: 1-4 leaves, up to ``max_ops`` ops, a scalar root."""
-    specs = draw(leaves())
+def programs(draw: st.DrawFn, max_ops: int = 14, special: bool = False) -> Program:
+    """Random valid programs: 1-4 leaves, up to ``max_ops`` ops, a scalar root.
+    ``special``: leaves may hold a nan or an infinity, as in a model that diverged."""
+    specs = draw(leaves(special))
     values: list[torch.Tensor] = [make_leaf(spec) for spec in specs]
     ops: list[Op] = []
     for _ in range(draw(st.integers(2, max_ops))):
@@ -313,7 +324,7 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> Program:
         if name in BINARY:  # a second operand that fits (matmul, in-place ops are picky)
             fitting = {}
             for other in range(len(values)):
-                results = _fits(values, Op(name, (first, other)))
+                results = _fits(values, Op(name, (first, other)), special)
                 if results is not None:
                     fitting[other] = results
             if not fitting:
@@ -325,7 +336,7 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> Program:
             if params is None:
                 continue
             op = Op(name, (first,), params)
-            results = _fits(values, op)
+            results = _fits(values, op, special)
         if results is not None:
             ops.append(op)
             values.extend(results)
