@@ -159,6 +159,7 @@ APPLY: dict[str, Callable[[list[torch.Tensor], Op], list[torch.Tensor]]] = {
     "div": _one(lambda x, y: x / (1 + y * y)),  # a denominator that is never near 0
     "maximum": _one(torch.maximum),
     "matmul": _one(torch.matmul),
+    "matmul_t": _one(lambda x, y: x @ y.transpose(-1, -2)),  # (a, k) @ (k, b): matrix products
     # reductions
     "sum_dim": _one(lambda x, dim, keepdim: x.sum(dim, keepdim=keepdim)),
     "mean": _one(torch.mean),
@@ -269,7 +270,18 @@ def _params(draw: st.DrawFn, x: torch.Tensor, name: str) -> tuple[Any, ...] | No
     return ()
 
 
-BINARY = ("add", "sub", "mul", "div", "maximum", "matmul", "mul_", "add_", "set_first_row")
+BINARY = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "maximum",
+    "matmul",
+    "matmul_t",
+    "mul_",
+    "add_",
+    "set_first_row",
+)
 UNARY = tuple(name for name in APPLY if name not in BINARY)
 
 
