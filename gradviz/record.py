@@ -143,6 +143,12 @@ def _seeds(
     return tuple(seeds)
 
 
+def _same_layout(kept: GradValue, grad: torch.Tensor) -> bool:
+    """Whether ``kept`` can stand for ``grad``: a summary, or a copy with its strides
+    (AccumulateGrad stores a gradient of another layout, a transpose, in the leaf's own)."""
+    return not isinstance(kept, torch.Tensor) or kept.stride() == grad.stride()
+
+
 def _input_nodes(graph: Graph, inputs: TensorOrTensors | None) -> list[str] | None:
     """Where gradients are wanted when ``inputs=`` prunes the graph (None: everywhere)."""
     if inputs is None:
@@ -309,6 +315,7 @@ class _Recorder:
                     and grad is not None
                     and received
                     and received[0] is not None
+                    and _same_layout(received[0], grad)
                     and not getattr(leaf, "_post_accumulate_grad_hooks", None)
                 ):
                     # .grad was None, so AccumulateGrad set it to what it received (stolen

@@ -411,11 +411,8 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a is b or torch.equal(a, b):  # the usual case, and one pass instead of allclose's many
         return True
     wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
-    return bool(
-        torch.allclose(
-            a.detach().to(wide), b.detach().to(wide), rtol=1e-5, atol=1e-7, equal_nan=True
-        )
-    )
+    a, b = a.detach().to(wide), b.detach().to(wide)
+    return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True))  # nan: diverged
 
 
 def _close_sparse(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -473,15 +470,21 @@ def _same_sum(received: GradValue | None, sent: list[GradValue]) -> bool | None:
 
 
 def _sums_agree(left: list[GradValue], right: list[GradValue]) -> bool | None:
-    """Whether the summed values of ``left`` and ``right`` agree, from summaries."""
+    """Whether the summed values of ``left`` and ``right`` agree, from summaries.
+
+    A side holding NaN or Inf (a diverged model) has no total to compare (inf - inf is
+    nan): against another non-finite side it cannot be told (None); against a finite one
+    it is a change."""
     totals: list[complex] = []
     for value in [*left, *right]:
         total = _total(value)
-        if total is None or not cmath.isfinite(total):
+        if total is None:
             return None
         totals.append(total)
-    difference = sum(totals[: len(left)], 0j) - sum(totals[len(left) :], 0j)
-    return abs(difference) <= 1e-4 * _scale([*left, *right]) + 1e-6
+    lhs, rhs = sum(totals[: len(left)], 0j), sum(totals[len(left) :], 0j)
+    if not cmath.isfinite(lhs) or not cmath.isfinite(rhs):
+        return None if not cmath.isfinite(lhs) and not cmath.isfinite(rhs) else False
+    return abs(lhs - rhs) <= 1e-4 * _scale([*left, *right]) + 1e-6
 
 
 def _is_zero(value: GradValue) -> bool:
