@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from gradviz import _autograd
+from gradviz._interrupts import deferred_interrupts
 from gradviz.errors import BackwardFailed, GradvizWarning, GraphFreed
 from gradviz.graph import Graph, Node, Summary
 from gradviz.recording import GradValue, Recording, Step
@@ -344,6 +346,21 @@ class _Recorder:
         return hook
 
     # -- the run -------------------------------------------------------------------------
+    def _register(self, handles: list[RemovableHandle]) -> None:
+        """A prehook and a hook on every node; each handle is stored as soon as it exists."""
+        hooks_for = self.hooks_for
+        for node in self.graph.nodes:
+            torch_node = node.torch_node
+            prehook, hook = hooks_for(node)
+            handles.append(torch_node.register_prehook(prehook))
+            handle = torch_node.register_hook(hook)
+            handles.append(handle)
+            if _autograd.has_other_hooks(handle):
+                # the user's hooks may replace what the node sends: look first too
+                handle = torch_node.register_hook(self.before_user_hooks(node.id))
+                handles.append(handle)
+                _autograd.move_to_front(handle)
+
     def run(self, backward: Any, input_nodes: list[str] | None) -> Recording:
         freed = [n for n in self.graph.nodes if n.saved_freed]
         if freed:
@@ -352,30 +369,21 @@ class _Recorder:
                 "lost its saved tensors). Run the forward pass again, or pass "
                 "retain_graph=True to the earlier backward()/gradviz.record()."
             )
-        handles = []
+        handles: list[RemovableHandle] = []
         error: BaseException | None = None
         # the hooks allocate many small objects and free few: without the pause, the cyclic
         # collector rescans them (and torch's own objects) over and over
         with gc_paused():
             try:
-                hooks_for = self.hooks_for
-                for node in self.graph.nodes:
-                    torch_node = node.torch_node
-                    prehook, hook = hooks_for(node)
-                    handles.append(torch_node.register_prehook(prehook))
-                    handle = torch_node.register_hook(hook)
-                    handles.append(handle)
-                    if _autograd.has_other_hooks(handle):
-                        # the user's hooks may replace what the node sends: look first too
-                        handle = torch_node.register_hook(self.before_user_hooks(node.id))
-                        handles.append(handle)
-                        _autograd.move_to_front(handle)
+                with deferred_interrupts():  # a handle lost to Ctrl-C would leave its hook
+                    self._register(handles)
                 backward()
             except Exception as raised:  # re-raised below as BackwardFailed, with the steps
                 error = raised
             finally:
-                for handle in handles:
-                    handle.remove()
+                with deferred_interrupts():
+                    for handle in handles:
+                        handle.remove()
                 self.seen.clear()
                 self.regions.clear()
             recording = Recording(

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from gradviz._interrupts import deferred_interrupts
 from gradviz.errors import BackwardFailed, GradvizError
 from gradviz.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
 from gradviz.graph import Graph, Role, Summary
@@ -196,15 +197,23 @@ class Watch:
         if self._closed:
             raise GradvizError("this watch() was used already; start a new gradviz.watch()")
         module_hooks = torch.nn.modules.module
-        self._handles = [
-            module_hooks.register_module_forward_pre_hook(self._pre_hook),
-            module_hooks.register_module_forward_hook(self._post_hook),
-        ]
-        _ACTIVE.append(self)
-        self._mode = _Mode(self)
+        mode = _Mode(self)
+        entered = False
         try:
-            self._mode.__enter__()  # type: ignore[no-untyped-call]
+            # Ctrl-C is held until the hooks are stored and the mode is on: an interrupt
+            # in between would leave them behind, as __exit__ never runs then
+            with deferred_interrupts():
+                self._handles = [
+                    module_hooks.register_module_forward_pre_hook(self._pre_hook),
+                    module_hooks.register_module_forward_hook(self._post_hook),
+                ]
+                _ACTIVE.append(self)
+                self._mode = mode
+                mode.__enter__()  # type: ignore[no-untyped-call]
+                entered = True
         except BaseException:
+            if entered:
+                mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
             self._restore()
             raise
         return self
@@ -225,13 +234,14 @@ class Watch:
         del caller
 
     def _restore(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
-        self._mode = None
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
-        self._closed = True
+        with deferred_interrupts():
+            for handle in self._handles:
+                handle.remove()
+            self._handles = []
+            self._mode = None
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+            self._closed = True
 
     def _guard(self, fn: Callable[..., None], *args: Any) -> None:
         """Run gradviz's own bookkeeping; a failure there never breaks the user's code."""

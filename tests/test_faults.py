@@ -375,3 +375,58 @@ def test_ctrl_c_inside_watch_record(count_steps: list[Step], gc_enabled: None) -
     px, _, plain = chain()
     plain.backward()
     assert x.grad is not None and px.grad is not None and torch.equal(x.grad, px.grad)
+
+
+def test_ctrl_c_while_hooks_are_removed_still_removes_them_all(
+    count_steps: list[Step], gc_enabled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second Ctrl-C that lands while gradviz takes its hooks off (here: at the tenth
+    removal) is held until every hook is gone, then reaches the user as usual."""
+    from torch.utils.hooks import RemovableHandle
+
+    removed = [0]
+    remove = RemovableHandle.remove
+
+    def remove_and_interrupt(self: RemovableHandle) -> None:
+        removed[0] += 1
+        if removed[0] == 10:
+            signal.raise_signal(signal.SIGINT)
+        remove(self)
+
+    x, values, loss = chain()
+    monkeypatch.setattr(RemovableHandle, "remove", remove_and_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        gradviz.record(loss, retain_graph=True)
+    monkeypatch.undo()
+    assert removed[0] == 2 * (CHAIN + 2)  # a prehook and a hook on each of the nodes
+    made = len(count_steps)
+    assert made == CHAIN + 2  # the recording itself ran to the end
+    loss.backward()  # plain: no gradviz hook may create a step
+    assert len(count_steps) == made
+    px, _, plain = chain()
+    plain.backward(retain_graph=True)  # the recorded backward, then the plain one
+    plain.backward()
+    assert x.grad is not None and px.grad is not None and torch.equal(x.grad, px.grad)
+
+
+def test_ctrl_c_while_watch_starts_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C right after watch() registered its module hooks: held until the block has
+    started, then raised; the with-block's exit takes everything off again."""
+    module_hooks = torch.nn.modules.module
+    register = module_hooks.register_module_forward_hook
+
+    def register_and_interrupt(*args: Any, **kwargs: Any) -> Any:
+        handle = register(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return handle
+
+    monkeypatch.setattr(module_hooks, "register_module_forward_hook", register_and_interrupt)
+    layer = torch.nn.Linear(2, 2)
+    with pytest.raises(KeyboardInterrupt):
+        with gradviz.watch(layer):
+            pass
+    monkeypatch.undo()
+    assert not module_hooks._global_forward_hooks and not module_hooks._global_forward_pre_hooks
+    with gradviz.watch(layer) as again:  # no block is left active
+        layer(torch.ones(1, 2)).sum()
+    assert again.forward.ops
