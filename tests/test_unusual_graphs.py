@@ -230,7 +230,7 @@ def test_unusual_graph(name: str, keep: str, tmp_path: Path) -> None:
     recording = gradviz.record(*roots, keep=keep)  # type: ignore[arg-type]
     for leaf, expected in zip(leaves, want, strict=True):
         assert_same(leaf.grad, expected)
-    assert recording.order == recording.predicted_order() or name.startswith("checkpoint")
+    assert recording.order == recording.predicted_order()
     assert_flow_checked_or_says_why(recording)
     assert_replays(recording, tmp_path)
 
