@@ -554,6 +554,19 @@ def test_finite_backward_has_no_origins() -> None:
     assert gradviz.record((x.sqrt() * x).sum()).nonfinite_origins() == []
 
 
+def test_huge_finite_gradients_are_not_origins() -> None:
+    """Origins are screened with one batched norm per dtype; a norm that overflows on huge
+    but finite gradients (3e38 in float32) must not pass for an Inf."""
+    w = torch.tensor([1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    huge = torch.full((4,), 3e38)
+    recording = gradviz.record((w * huge).sum())
+    assert torch.isfinite(w.grad).all() and torch.linalg.vector_norm(w.grad).isinf()  # type: ignore[arg-type]
+    assert recording.nonfinite_origins() == []
+    v = torch.tensor([1.0, 1.0], requires_grad=True)  # an Inf among huge values is found
+    (origin,) = gradviz.record((v * torch.tensor([3e38, 1.0])).mul(10).sum()).nonfinite_origins()
+    assert origin.type_name == "MulBackward0" and origin.grad_inputs[0].isinf().any()  # type: ignore[union-attr]
+
+
 def test_summaries_carry_the_nonfinite_fact_on_every_path() -> None:
     nan, inf = float("nan"), float("inf")
     for values in ([1.0, nan], [inf, 1.0], [nan, -inf]):
