@@ -393,7 +393,7 @@ def test_ctrl_c_while_hooks_are_removed_still_removes_them_all(
             signal.raise_signal(signal.SIGINT)
         remove(self)
 
-    x, values, loss = chain()
+    x, _, loss = chain()
     monkeypatch.setattr(RemovableHandle, "remove", remove_and_interrupt)
     with pytest.raises(KeyboardInterrupt):
         gradviz.record(loss, retain_graph=True)
@@ -422,9 +422,8 @@ def test_ctrl_c_while_watch_starts_leaves_nothing_behind(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(module_hooks, "register_module_forward_hook", register_and_interrupt)
     layer = torch.nn.Linear(2, 2)
-    with pytest.raises(KeyboardInterrupt):
-        with gradviz.watch(layer):
-            pass
+    with pytest.raises(KeyboardInterrupt), gradviz.watch(layer):
+        pass
     monkeypatch.undo()
     assert not module_hooks._global_forward_hooks and not module_hooks._global_forward_pre_hooks
     with gradviz.watch(layer) as again:  # no block is left active
