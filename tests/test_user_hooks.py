@@ -118,20 +118,19 @@ def post_accumulate_hook(change: bool) -> Callable[[Built], list[Any]]:
     return register
 
 
-KINDS: dict[str, Callable[[Built], list[Any]]] = {
-    "tensor hook on a non-leaf": tensor_hook("y", change=False),
-    "tensor hook on a leaf": tensor_hook("a", change=False),
-    "node prehook": node_prehook(change=False),
-    "node hook": node_hook(change=False),
-    "post-accumulate-grad hook": post_accumulate_hook(change=False),
-}
-CHANGING: dict[str, Callable[[Built], list[Any]]] = {
-    "tensor hook on a non-leaf": tensor_hook("y", change=True),
-    "tensor hook on a leaf": tensor_hook("a", change=True),
-    "node prehook": node_prehook(change=True),
-    "node hook": node_hook(change=True),
-    "post-accumulate-grad hook": post_accumulate_hook(change=True),
-}
+def hook_kinds(change: bool) -> dict[str, Callable[[Built], list[Any]]]:
+    """Each kind of hook a user can put on the graph, watching or changing the gradient."""
+    return {
+        "tensor hook on a non-leaf": tensor_hook("y", change=change),
+        "tensor hook on a leaf": tensor_hook("a", change=change),
+        "node prehook": node_prehook(change=change),
+        "node hook": node_hook(change=change),
+        "post-accumulate-grad hook": post_accumulate_hook(change=change),
+    }
+
+
+KINDS = hook_kinds(change=False)
+CHANGING = hook_kinds(change=True)
 
 
 def same_log(got: Log, expected: Log) -> None:
