@@ -1247,8 +1247,7 @@ def _nonfinite_text(recording: Recording, step: Step) -> str:
     """'Inf first appears here: SqrtBackward0 sent Inf to AccumulateGrad(x) (input 0),
     although everything it received was finite.'"""
     sent = _nonfinite_sent(recording, step)
-    said = " ".join(s["kind"] for s in sent)
-    kinds = [kind for kind in ("NaN", "Inf") if kind in said]
+    kinds = [kind for kind in ("NaN", "Inf") if any(kind in s["kind"] for s in sent)]
     verb = "appear" if len(kinds) > 1 else "appears"
     where = ", ".join(f"{s['kind']} to {s['to']} (input {s['slot']})" for s in sent)
     return (

@@ -338,11 +338,7 @@ def check_flow(recording: Recording) -> None:
             if same is None:
                 unverifiable.append(f"output {nr}: {_why_unverifiable([received, *sent])}")
             elif not same:
-                before = _sum_of(sent)
-                text = " + ".join(value_text(v) for v in sent) or "nothing"
-                if before is not None and len(sent) > 1:
-                    text += f" = {value_text(before)}"
-                changes.append(HookChange("received", nr, before, text, received))
+                changes.append(HookChange("received", nr, *_sum_text(sent), received))
         if step.sent_by_op is not None:
             for slot, (op_value, value) in enumerate(
                 zip(step.sent_by_op, step.grad_inputs, strict=False)
@@ -361,10 +357,7 @@ def check_flow(recording: Recording) -> None:
                 unverifiable.append(f".grad: {why}")
             elif not accumulated:
                 parts = [received] if before is None else [before, received]
-                text = " + ".join(value_text(v) for v in parts)
-                total = _sum_of(parts)  # type: ignore[arg-type]
-                if total is not None and len(parts) > 1:
-                    text += f" = {value_text(total)}"
+                total, text = _sum_text(parts)  # type: ignore[arg-type]
                 changes.append(HookChange("grad", 0, total, text, step.leaf_grad_after))
         step.hook_changes = changes
         step.flow_ok = not changes
@@ -373,6 +366,16 @@ def check_flow(recording: Recording) -> None:
         if unverifiable:
             notes.append("not verifiable at " + ", ".join(unverifiable))
         step.flow_note = "; ".join(notes)
+
+
+def _sum_text(values: list[GradValue]) -> tuple[GradValue | None, str]:
+    """What ``values`` add up to (None when only summaries of several are known), and the
+    sum in words: '2 + 3 = 5', or 'nothing'."""
+    total = _sum_of(values)
+    text = " + ".join(value_text(v) for v in values) or "nothing"
+    if total is not None and len(values) > 1:
+        text += f" = {value_text(total)}"
+    return total, text
 
 
 def _sum_of(values: list[GradValue]) -> GradValue | None:
@@ -462,10 +465,7 @@ def _same_sum(received: GradValue | None, sent: list[GradValue]) -> bool | None:
     if not sent:
         return _is_zero(received)
     if all(isinstance(v, torch.Tensor) for v in [received, *sent]):
-        total = sent[0].detach()  # type: ignore[union-attr]
-        for value in sent[1:]:
-            total = total + value.detach()  # type: ignore[union-attr]
-        return _close(received, total)  # type: ignore[arg-type]
+        return _close(received, _sum_of(sent))  # type: ignore[arg-type]
     return _sums_agree([received], sent)
 
 

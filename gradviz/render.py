@@ -66,9 +66,6 @@ class RenderOptions:
         return replace(made, direction=_DIRECTIONS[made.direction])
 
 
-_quote = dot_quote  # gradviz's own ids and attribute values, and tooltips
-
-
 def tooltip(*texts: object) -> str | None:
     """The whole text of a label shortened on screen, for the element's tooltip (else None)."""
     whole = [str(text) for text in texts if text is not None]
@@ -125,7 +122,7 @@ def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
             if key in _LABELS and value[:1] == "<" and value[-1:] == ">":
                 parts.append(f"{key}={value}")
             else:
-                parts.append(f"{key}={_quote(value)}")
+                parts.append(f"{key}={dot_quote(value)}")
         else:
             parts.append(f"{key}={value}")
     return " ".join(parts)
@@ -202,9 +199,9 @@ class _DotWriter:
         more = " peripheries=2 " if folded else " "
         whole = tooltip(node.type_name)
         if whole is not None:
-            more = f" tooltip={_quote(whole)}{more}"
+            more = f" tooltip={dot_quote(whole)}{more}"
         self.lines.append(
-            f"  {node.id} [id={_quote(f'{self.prefix}_{node.id}')} class={node_class} "
+            f"  {node.id} [id={dot_quote(f'{self.prefix}_{node.id}')} class={node_class} "
             f"label={label}{more}{self._node_style}];"
         )
 
@@ -241,7 +238,7 @@ class _DotWriter:
         multi = self._multi_output.get(edge.dst)
         if multi is None:
             multi = self._multi_output[edge.dst] = self.graph.is_multi_output(edge.dst)
-        edge_id = _quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+        edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
         if label is None and not multi:  # the usual edge, written directly
             self.lines.append(f'  {edge.src} -> {edge.dst} [id={edge_id} class="gv_edge"];')
             return
