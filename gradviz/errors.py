@@ -9,6 +9,7 @@ __all__ = [
     "GraphFreed",
     "GraphvizNotFound",
     "NotOnGraph",
+    "WatchNestingError",
 ]
 
 GRAPHVIZ_INSTALL_HINT = (
@@ -54,3 +55,7 @@ class BackwardFailed(GradvizError, RuntimeError):
         super().__init__(message)
         self.recording = recording
         self.node_id = node_id
+
+
+class WatchNestingError(GradvizError, RuntimeError):
+    """``gradviz.watch()`` blocks cannot be nested."""

@@ -27,9 +27,9 @@ import torch
 
 import gradviz
 from gradviz.escape import MAX_LABEL_CHARS
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
-from gradviz.replay import classes_at, forward_frames, replay_born, replay_data
+from gradviz.model.recording import Recording
+from gradviz.replay.frames import classes_at, forward_frames, replay_born, replay_data
+from gradviz.teaching.lessons import lesson
 from tests.browser_support import chromium, open_local
 
 # The class each scheduled element carries, read inside one stepper only.
@@ -262,8 +262,8 @@ def test_module_views_collapse_and_expand(tmp_path: Path) -> None:
     """A watch(model) replay: in the collapsed views and the clustered one the classes at
     every frame are classes_at's; clicking a box opens it in the next depth's layout at the
     same step, where the node that runs is active inside its cluster."""
-    from gradviz.html import stepper_payload
-    from gradviz.render_forward import collapsed_members
+    from gradviz.render.watched import collapsed_members
+    from gradviz.stepper.page import stepper_payload
     from tests.test_module_views import residual_mlp
 
     recording = residual_mlp()
@@ -360,7 +360,7 @@ def test_module_views_collapse_and_expand(tmp_path: Path) -> None:
 KERNEL = "gradviz-browser-test"
 NOTEBOOK_CELLS = [
     "import gradviz\n"
-    "from gradviz.lessons import lesson\n"
+    "from gradviz.teaching.lessons import lesson\n"
     "built = lesson('ten-ops').build()\n"
     "recording = gradviz.record(*built.roots, names=built.names)\n"
     "stepper = gradviz.Stepper(recording)\n"

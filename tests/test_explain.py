@@ -15,11 +15,11 @@ import torch
 import torch.nn.functional as F
 
 import gradviz
-from gradviz.explain import describe_step, narrate
-from gradviz.graph import format_number
-from gradviz.lessons import lesson
-from gradviz.record import Keep
-from gradviz.recording import Recording
+from gradviz.capture.record import Keep
+from gradviz.explain.steps import describe_step, narrate
+from gradviz.model.recording import Recording
+from gradviz.model.values import format_number
+from gradviz.teaching.lessons import lesson
 
 Fn = Callable[..., torch.Tensor]
 

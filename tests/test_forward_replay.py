@@ -14,9 +14,8 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
-from gradviz.replay import (
+from gradviz.model.recording import Recording
+from gradviz.replay.frames import (
     _layout,
     _schedule,
     classes_at,
@@ -25,6 +24,7 @@ from gradviz.replay import (
     replay_born,
     replay_data,
 )
+from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
 
@@ -201,7 +201,7 @@ def test_stepper_opens_on_the_first_forward_op(watched: Recording) -> None:
 
 
 def test_payload_ships_forward_frames(watched: Recording) -> None:
-    from gradviz.html import replay_html, stepper_payload
+    from gradviz.stepper.page import replay_html, stepper_payload
 
     payload = stepper_payload(watched, step=-5)
     data = payload["data"]

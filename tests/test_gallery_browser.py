@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gradviz.demo import render_lessons
-from gradviz.lessons import LESSONS, Lesson
-from gradviz.watch import watch
+from gradviz import watch
+from gradviz.teaching.gallery import render_lessons
+from gradviz.teaching.lessons import LESSONS, Lesson
 from tests.browser_support import LOCAL_SCHEMES, chromium, open_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.html import asset_text, json_for_script, replay_html
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
+from gradviz.model.recording import Recording
+from gradviz.stepper.page import asset_text, json_for_script, replay_html
+from gradviz.teaching.lessons import lesson
 
 EVIL = "</script><img src=x onerror=alert(1)><!--"
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def test_wheel_ships_the_front_end(tmp_path: Path) -> None:
     target = tmp_path / "site"
     install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target"]
     subprocess.run([*install, str(target), str(wheel)], check=True, capture_output=True)
-    code = "import gradviz, gradviz.html as h; print(gradviz.__file__); h.asset_text('stepper.js')"
+    code = "import gradviz, gradviz.stepper.page as h; print(gradviz.__file__); h.asset_text('stepper.js')"
     env = {"PYTHONPATH": str(target), "PATH": ""}
     out = subprocess.run(
         [sys.executable, "-c", code],

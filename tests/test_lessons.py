@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.lessons import LESSONS, Built, Lesson, lesson
-from gradviz.recording import Recording
+from gradviz.model.recording import Recording
+from gradviz.teaching.lessons import LESSONS, Built, Lesson, lesson
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

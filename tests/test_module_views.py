@@ -16,12 +16,10 @@ import torch
 from torch import nn
 
 import gradviz
-from gradviz.html import stepper_payload
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
-from gradviz.render import to_dot
-from gradviz.render_forward import collapsed_members
-from gradviz.replay import (
+from gradviz.model.recording import Recording
+from gradviz.render.dot import to_dot
+from gradviz.render.watched import collapsed_members
+from gradviz.replay.frames import (
     MODULE_VIEW_MIN_NODES,
     _schedule,
     classes_at,
@@ -34,6 +32,8 @@ from gradviz.replay import (
     step_svg,
     view_options,
 )
+from gradviz.stepper.page import stepper_payload
+from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
 

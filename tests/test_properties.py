@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, example, given, settings
 
 import gradviz
 from gradviz import Recording
-from gradviz.graph import Summary
-from gradviz.render import to_dot
-from gradviz.replay import replay_options
-from gradviz.summary import summarize
+from gradviz.model.summarize import summarize
+from gradviz.model.values import Summary
+from gradviz.render.dot import to_dot
+from gradviz.replay.frames import replay_options
 from tests.expressions import Built, Leaf, Op, Program, build, programs
 
 EXAMPLES = settings(

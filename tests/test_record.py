@@ -12,10 +12,11 @@ import torch
 
 import gradviz
 from gradviz import BackwardFailed, GraphFreed, Recording
-from gradviz.graph import Node, Summary, format_number
-from gradviz.lessons import LESSONS, Lesson, lesson
-from gradviz.record import PostHook, PreHook, _Recorder
-from gradviz.recording import as_summary
+from gradviz.capture.record import PostHook, PreHook, _Recorder
+from gradviz.model.graph import Node
+from gradviz.model.recording import as_summary
+from gradviz.model.values import Summary, format_number
+from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 from tests.models import MODELS, Build
 
 Case = Callable[[], tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]]
@@ -344,7 +345,7 @@ def test_summary_mode_keeps_statistics_that_match_pytorch(name: str) -> None:
 def test_summaries_of_views_are_the_summaries_of_the_values() -> None:
     """TBackward passes on a transpose of what it received: its summary reuses the
     statistics of that gradient and must equal a fresh summary of the view, exactly."""
-    from gradviz.summary import summarize
+    from gradviz.model.summarize import summarize
 
     def build() -> torch.Tensor:
         torch.manual_seed(3)

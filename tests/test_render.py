@@ -10,8 +10,8 @@ import torch
 
 import gradviz
 from gradviz import Graph, GraphvizNotFound
-from gradviz.lessons import LESSONS, Lesson, lesson
-from gradviz.theme import THEMES
+from gradviz.render.theme import THEMES
+from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 from tests.conftest import check_golden
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -11,9 +11,10 @@ import pytest
 import torch
 
 import gradviz
-from gradviz import GradvizWarning, biglayout
-from gradviz.fold import FoldedNode, fold_graph
-from gradviz.layout import run_dot
+from gradviz import GradvizWarning
+from gradviz.render import layered as biglayout
+from gradviz.render.backend import run_dot
+from gradviz.render.fold import FoldedNode, fold_graph
 
 
 def chain(ops: int) -> torch.Tensor:

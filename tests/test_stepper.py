@@ -9,8 +9,8 @@ import comm
 import pytest
 
 import gradviz
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
+from gradviz.model.recording import Recording
+from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
 
@@ -111,8 +111,8 @@ def test_recording_displays_as_stepper_with_html_fallback(recording: Recording) 
 
 
 def test_payload_svgs_start_at_the_given_step(recording: Recording) -> None:
-    from gradviz.html import stepper_payload
-    from gradviz.replay import classes_at
+    from gradviz.replay.frames import classes_at
+    from gradviz.stepper.page import stepper_payload
 
     payload = stepper_payload(recording, step=2)
     svg = payload["svgs"]["backward"]

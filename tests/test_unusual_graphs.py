@@ -22,13 +22,13 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.checkpoint import checkpoint
 
 import gradviz
-from gradviz.explain import describe_step
-from gradviz.graph import Summary
-from gradviz.layout import step_css
-from gradviz.recording import Recording
-from gradviz.replay import classes_at, replay_data
-from gradviz.summary import SMALL_NUMEL, summarize
-from gradviz.theme import THEMES
+from gradviz.explain.steps import describe_step
+from gradviz.model.recording import Recording
+from gradviz.model.summarize import SMALL_NUMEL, summarize
+from gradviz.model.values import Summary
+from gradviz.render.theme import THEMES
+from gradviz.replay.frames import classes_at, replay_data
+from gradviz.replay.styles import step_css
 
 # A case builds its graph afresh (seeded) and returns (roots, leaves whose .grad to compare).
 Built = tuple[list[torch.Tensor], list[torch.Tensor]]

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.explain import describe_step, narrate, show
-from gradviz.recording import HookChange, Recording, Step
+from gradviz.explain.steps import describe_step, narrate, show
+from gradviz.model.recording import HookChange, Recording, Step
 
 Log = list[tuple[str, tuple[torch.Tensor | None, ...]]]
 
