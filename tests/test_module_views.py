@@ -17,21 +17,18 @@ from torch import nn
 
 import gradviz
 from gradviz.model.recording import Recording
-from gradviz.render.dot import to_dot
+from gradviz.render.views import to_dot
 from gradviz.render.watched import collapsed_members
 from gradviz.replay.frames import (
-    MODULE_VIEW_MIN_NODES,
     _schedule,
     classes_at,
     first_step,
-    module_depths,
-    module_views,
     replay_born,
     replay_data,
     replay_options,
     step_svg,
-    view_options,
 )
+from gradviz.replay.modules import MODULE_VIEW_MIN_NODES, module_depths, module_views, view_options
 from gradviz.stepper.page import stepper_payload
 from gradviz.teaching.lessons import lesson
 

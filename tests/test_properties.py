@@ -19,7 +19,7 @@ import gradviz
 from gradviz import Recording
 from gradviz.model.summarize import summarize
 from gradviz.model.values import Summary
-from gradviz.render.dot import to_dot
+from gradviz.render.views import to_dot
 from gradviz.replay.frames import replay_options
 from tests.expressions import Built, Leaf, Op, Program, build, programs
 

@@ -17,7 +17,7 @@ from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
-__all__ = ["RenderOptions", "html_text", "svg_ids", "to_dot", "tooltip"]
+__all__ = ["RenderOptions", "html_text", "svg_ids", "tooltip"]
 
 
 def tooltip(*texts: object) -> str | None:
@@ -38,22 +38,6 @@ def svg_ids(prefix: str) -> dict[str, str]:
         "link": f"{prefix}_l_{{tensor_id}}",
         "legend": f"{prefix}_legend",
     }
-
-
-def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
-    """The whole graph as DOT text; deterministic for the same graph and options."""
-    options = options or RenderOptions()
-    if options.fold:
-        if options.view == "forward":
-            raise ValueError("fold= draws the backward graph; use view='backward' with it")
-        from gradviz.render.fold import fold_graph
-
-        graph = fold_graph(graph, 2 if options.fold is True else int(options.fold))
-    if options.view == "forward" or graph.forward is not None or options.modules or options.marks:
-        from gradviz.render.watched import forward_aware_dot  # views that use watch() data
-
-        return forward_aware_dot(graph, options)
-    return _DotWriter(graph, options).write()
 
 
 def _attrs(**attributes: str | float | None) -> str:

@@ -10,8 +10,8 @@ from typing import Any
 
 from gradviz.model.graph import Graph
 from gradviz.render.backend import FORMATS, run_dot
-from gradviz.render.dot import to_dot
 from gradviz.render.options import RenderOptions
+from gradviz.render.views import to_dot
 
 __all__ = ["graph_dot", "graph_svg", "write_graph"]
 

@@ -20,13 +20,11 @@ from gradviz.replay.frames import (
     classes_at,
     first_step,
     forward_css,
-    module_css,
-    module_views,
     replay_born,
     replay_data,
     replay_layout,
-    view_options,
 )
+from gradviz.replay.modules import module_css, module_views, view_options
 from gradviz.replay.styles import step_css
 
 __all__ = [

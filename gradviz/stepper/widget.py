@@ -31,8 +31,8 @@ from gradviz.replay.frames import (
     make_frame,
     step_svg,
     steps_text,
-    view_options,
 )
+from gradviz.replay.modules import view_options
 from gradviz.stepper.page import asset_text, static_html, stepper_payload
 
 __all__ = ["Stepper"]

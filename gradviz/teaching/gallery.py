@@ -1,6 +1,6 @@
-"""``python -m gradviz.demo OUT``: render every built-in lesson into OUT (``make demo``).
+"""``python -m gradviz.teaching.gallery OUT`` (``make demo``): every lesson rendered into OUT.
 
-For each lesson of ``gradviz.lessons``: the forward, backward and combined views as SVG
+For each lesson of ``gradviz.teaching.lessons``: the forward, backward and combined views as SVG
 (plus the combined view named by ``gradviz.watch()``), every step of the recorded backward
 pass as SVG, the offline stepper page ``replay.html``, and an ``index.html`` gallery that
 previews and links them all (relative links only, so it works offline from ``file://``).
@@ -257,7 +257,7 @@ def render_assets(folder: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gradviz.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gradviz.teaching.gallery", description=__doc__)
     parser.add_argument("out", nargs="?", default="out", type=Path)
     parser.add_argument("--assets", type=Path, help="write the README's diagrams here")
     args = parser.parse_args(argv)
