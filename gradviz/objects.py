@@ -87,7 +87,8 @@ class Recording(_recording.Recording):
         return predicted_order(self)
 
     def frame(self, step: int) -> Frame:
-        """The state after backward step ``step`` (0: the seed gradient entering the roots)."""
+        """The state after backward step ``step`` (0: the seed gradient entering the roots,
+        ``len(recording)``: the last step); forward steps (-F..-1): ``forward_frame``."""
         return make_frame(self, step)
 
     def frames(self) -> list[Frame]:

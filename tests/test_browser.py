@@ -179,13 +179,13 @@ def test_standalone_replay_marks_where_inf_first_appears(tmp_path: Path) -> None
     with chromium(tmp_path / "profile") as context:
         page, _, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
-        for index in range(len(recording)):
+        for index in range(len(recording) + 1):
             want = sorted(k for k, v in classes_at(schedule, index).items() if "gv_nonfinite" in v)
             assert page.evaluate(READ_NONFINITE, root) == want, index
             assert bool(want) == (index >= origin.index)
             if index == origin.index:
                 assert "first appears here" in root.query_selector(".gv-panel").inner_text()
-            if index < len(recording) - 1:
+            if index < len(recording):
                 root.query_selector(".gv-next").click()
         assert not errors
 

@@ -67,7 +67,7 @@ def test_page_is_self_contained(tmp_path: Path) -> None:
     assert "url(" not in page.replace("url(#", "")  # no external fonts or images
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     state = json.loads(_data_script(page))
-    assert state["step"] == 0 and state["data"]["count"] == len(recording)
+    assert state["step"] == 0 and state["data"]["count"] == len(recording) + 1
     assert set(state["svgs"]) == {"backward", "combined"}
     assert asset_text("stepper.js") in page and asset_text("stepper.css") in page
 

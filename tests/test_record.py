@@ -163,7 +163,7 @@ def test_ten_op_lesson_replay_shows_the_lessons_numbers() -> None:
     built = lesson("ten-ops").build()
     recording = gradviz.record(*built.roots, names=built.names)
     graph = recording.graph
-    last = recording.frame(len(recording) - 1)
+    last = recording.frame(len(recording))
     c_id, h_id = graph.tensor("c").id, graph.tensor("h").id
     assert last.leaf_grads[c_id] == format_number(c_grad.item())
     assert last.leaf_grads[h_id] == format_number(h_grad.item())
@@ -203,7 +203,7 @@ def test_frames_move_through_the_recorded_order() -> None:
             frame.narration
         )
     with pytest.raises(IndexError, match="steps 0"):
-        recording.frame(len(recording))
+        recording.frame(len(recording) + 1)
 
 
 def test_several_roots_and_non_scalar_roots_with_gradient() -> None:
@@ -255,7 +255,7 @@ def test_inputs_prunes_nodes_and_marks_them_not_run() -> None:
     assert recording.order == recording.predicted_order()
     acc_c = recording.graph.tensor("c").node_id
     assert acc_c in recording.not_run
-    assert recording.frame(len(recording) - 1).not_run == tuple(recording.not_run)
+    assert recording.frame(len(recording)).not_run == tuple(recording.not_run)
 
 
 def test_autograd_grad_variant_leaves_grad_untouched() -> None:
@@ -416,7 +416,7 @@ def test_step_svgs_share_one_layout(tmp_path: Path) -> None:
     built = lesson("ten-ops").build()
     recording = gradviz.record(*built.roots, names=built.names)
     paths = recording.save_steps(tmp_path)
-    assert len(paths) == len(recording)
+    assert len(paths) == len(recording) + 1
 
     def geometry(svg: str) -> str:
         return "\n".join(re.findall(r'(?:points|d|x|y)="[^"]*"', svg))

@@ -53,7 +53,8 @@ def test_stepping_and_bounds(recording: Recording) -> None:
     assert stepper.step == 0 and stepper.last == last == 7
     assert stepper.next() == 1 and stepper.frame.active == recording.order[0]
     assert stepper.prev() == 0 and stepper.prev() == 0  # stays at the seed
-    assert stepper.goto(-1) == last and stepper.next() == last  # stays at the end
+    assert stepper.goto(last) == last and stepper.next() == last  # stays at the end
+    assert last == len(recording) == len(list(recording))  # N steps, numbered 1..N
     assert stepper.goto(3) == 3 and stepper.frame.active == recording.order[2]
     with pytest.raises(IndexError, match=r"steps 0 .* to 7"):
         stepper.goto(8)
@@ -134,7 +135,7 @@ def test_watched_stepper_sends_forward_steps_as_plain_numbers(wire: list[Wire]) 
     assert len(opened["data"]["forward"]) == len(watched.forward_ops)
     before = len(channel.sent)
     stepper.next()
-    stepper.goto_forward(12)
+    stepper.goto(-1)
     stepper.next()
     updates = [data for kind, data in channel.sent[before:] if kind == "comm_msg"]
     assert [u["state"] for u in updates] == [{"step": -11}, {"step": -1}, {"step": 0}]

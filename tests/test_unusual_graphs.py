@@ -211,7 +211,7 @@ def assert_replays(recording: Recording, tmp_path: Path) -> None:
     assert data["count"] == len(recording.steps) + 1
     page = recording.save(tmp_path / "x.html").read_text(encoding="utf-8")
     assert "gv-replay-data" in page and "<svg" in page
-    for index in range(len(recording)):
+    for index in range(len(recording) + 1):
         panel = describe_step(recording, index)
         assert isinstance(panel["narration"], str) and panel["narration"]
         if index:
@@ -341,7 +341,7 @@ def test_integer_and_boolean_inputs_through_watch() -> None:
     assert forward is not None
     assert forward.tensor("counts").data.values == (1, 2, 3)  # type: ignore[union-attr]
     assert forward.tensor("mask").data.values == (True, False, True)  # type: ignore[union-attr]
-    for index in range(len(recording)):
+    for index in range(len(recording) + 1):
         assert describe_step(recording, index)["narration"]
 
 
@@ -595,7 +595,7 @@ def test_nonfinite_origin_is_highlighted_from_its_step_on(keep: str, tmp_path: P
     node_id = f"{prefix}_{origin.node_id}"
     edge_id = f"{prefix}_e_{origin.node_id}_0"
     assert schedule["nonfinite"] == {node_id: origin.index, edge_id: origin.index}
-    for index in range(len(recording)):
+    for index in range(len(recording) + 1):
         classes = classes_at(schedule, index)
         marked = {k for k, v in classes.items() if "gv_nonfinite" in v.split()}
         assert marked == ({node_id, edge_id} if index >= origin.index else set()), index

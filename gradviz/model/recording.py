@@ -195,8 +195,9 @@ class Recording:
         return [step for step in self.steps if step.nonfinite_origin]
 
     def __len__(self) -> int:
-        """The number of frames: the seed (frame 0) and one per step."""
-        return len(self.steps) + 1
+        """The number of backward steps, N, as iterating yields them; the steps are numbered
+        1..N, after the seed at 0 (docs/architecture.md, "Step numbers")."""
+        return len(self.steps)
 
     def __iter__(self) -> Iterator[Step]:
         return iter(self.steps)

@@ -9,9 +9,9 @@ stepper's step numbers run from ``-F`` to ``N``, where ``F`` is the number of fo
 (``len(recording.forward_ops)``) and ``N`` the number of backward steps. Step ``-F`` shows
 the first forward op, step ``-1`` the last, step ``0`` the seed and ``1``..``N`` the backward
 steps, exactly as without ``watch()``. The forward frame ``j`` (counted from 1, as the panel
-says "forward j / F") is step ``j - F - 1``: ``forward_frame(recording, j)``. So ``frame(i)``,
-``len(recording)`` and the ``step-NNN.svg`` files keep their backward numbering, and a
-recording without ``watch()`` has no negative steps at all.
+says "forward j / F") is step ``j - F - 1``: ``forward_frame(recording, j - F - 1)``. Every
+public call takes these step numbers (docs/architecture.md, "Step numbers"); a recording
+without ``watch()`` has no negative steps at all.
 
 Module views (``watch(model)`` recordings of more than ``MODULE_VIEW_MIN_NODES`` nodes):
 ``"modules"`` draws the backward graph in one cluster per module call, ``"collapsed-D"``
@@ -83,7 +83,10 @@ def steps_text(recording: Recording) -> str:
 
 def _check_index(recording: Recording, index: int) -> None:
     if not 0 <= index <= len(recording.steps):
-        raise IndexError(f"step {index} does not exist: this recording has {steps_text(recording)}")
+        hint = " (forward steps: recording.forward_frame(step))" if index < 0 else ""
+        raise IndexError(
+            f"step {index} does not exist: this recording has {steps_text(recording)}{hint}"
+        )
 
 
 def first_step(recording: Recording) -> int:
@@ -187,8 +190,20 @@ def _op_outputs(op: FOp) -> tuple[str, ...]:
     return tuple(outputs)
 
 
-def forward_frame(recording: Recording, index: int) -> ForwardFrame:
-    """Forward frame ``index`` (1 .. F): the state once the index-th forward op has run."""
+def forward_frame(recording: Recording, step: int) -> ForwardFrame:
+    """The forward frame at step ``step`` (-F .. -1): the state once forward op
+    ``step + F + 1`` (counted from 1) has run."""
+    count = len(_forward(recording).ops)
+    if not -count <= step <= -1:
+        raise IndexError(
+            f"forward step {step} does not exist: this recording's forward steps are "
+            f"-{count} to -1 (0 is the seed, 1..N the backward steps)"
+        )
+    return _forward_frame(recording, step + count + 1)
+
+
+def _forward_frame(recording: Recording, index: int) -> ForwardFrame:
+    """Forward frame ``index`` (1 .. F, as the panel counts): after the index-th op ran."""
     forward = _forward(recording)
     count = len(forward.ops)
     if not 1 <= index <= count:
@@ -212,7 +227,7 @@ def forward_frame(recording: Recording, index: int) -> ForwardFrame:
 
 def forward_frames(recording: Recording) -> list[ForwardFrame]:
     """Every forward frame, in the order the ops ran (empty without ``watch()``)."""
-    return [forward_frame(recording, j) for j in range(1, len(recording.forward_ops) + 1)]
+    return [_forward_frame(recording, j) for j in range(1, len(recording.forward_ops) + 1)]
 
 
 def _names(forward: Forward, tensor_ids: tuple[str, ...] | list[str]) -> str:
@@ -286,7 +301,7 @@ def forward_narration(recording: Recording, op: FOp) -> str:
 
 def describe_forward(recording: Recording, index: int) -> dict[str, Any]:
     """The side panel's data for forward frame ``index`` (1 .. F): plain strings only."""
-    frame = forward_frame(recording, index)
+    frame = _forward_frame(recording, index)
     forward = _forward(recording)
     op = frame.op
     recorded = [g for g in op.grad_fns if g]

@@ -4,10 +4,10 @@ The SVGs, schedule and panel data go to the browser once, as traits; after that 
 ``step`` (and ``view``) travel, in both directions, so stepping never waits on the kernel.
 ``import gradviz`` does not load this module: ``gradviz.Stepper`` imports it on first use.
 
-Steps are numbered as in ``gradviz.replay``: 0 is the seed and 1..N the backward steps; a
+Steps are numbered as everywhere in gradviz: 0 is the seed and 1..N the backward steps; a
 recording made under ``gradviz.watch()`` also has one forward frame per forward op before
-the seed, steps -F..-1 (``goto_forward(j)`` reaches the j-th op), and the stepper opens on
-the first of them, so a lecture sees the graph grow before the backward pass runs.
+the seed, steps -F..-1 (``goto(-F)`` reaches the first op), and the stepper opens on the
+first of them, so a lecture sees the graph grow before the backward pass runs.
 
 A ``watch(model)`` recording of more than a handful of nodes also has module views
 (``gradviz.replay.module_views``): ``view = "collapsed-1"`` draws each module at depth 1
@@ -105,26 +105,19 @@ class Stepper(anywidget.AnyWidget):
         self.step = max(self.step - 1, self.first)
         return int(self.step)
 
-    def goto(self, index: int) -> int:
-        """Jump to backward step ``index`` (0: the seed); negative counts from the end, like
-        a list. Forward frames: ``goto_forward``, or set ``step`` to -F..-1."""
-        if index < 0:
-            index += self.last + 1
-        if not 0 <= index <= self.last:
-            raise IndexError(self._no_step(index))
-        self.step = index
-        return int(self.step)
-
-    def goto_forward(self, index: int) -> int:
-        """Jump to forward frame ``index`` (1: the first forward op ran); returns the step."""
-        self.step = forward_frame(self.recording, index).step
+    def goto(self, step: int) -> int:
+        """Jump to ``step``: -F..-1 the forward frames (under ``watch()``), 0 the seed, 1..N
+        the backward steps, as everywhere in gradviz; returns the new step."""
+        if not self.first <= step <= self.last:
+            raise IndexError(self._no_step(step))
+        self.step = step
         return int(self.step)
 
     @property
     def frame(self) -> Frame | ForwardFrame:
         """The replay state at the current step (a ``ForwardFrame`` before the seed)."""
         if self.step < 0:
-            return forward_frame(self.recording, self.step - self.first + 1)
+            return forward_frame(self.recording, self.step)
         return make_frame(self.recording, self.step)
 
     def svg(self) -> str:
