@@ -1,6 +1,6 @@
 """Driving Debian's Chromium with Playwright, shared by the browser tests.
 
-Playwright's own browser download does not work on these machines (DESIGN §9), so
+Playwright's own browser download does not work on these machines (no network), so
 Debian's Chromium is launched with a fresh profile and everything that phones home off.
 """
 

@@ -170,7 +170,7 @@ READ_NONFINITE = (
 @pytest.mark.needs_dot
 def test_standalone_replay_marks_where_inf_first_appears(tmp_path: Path) -> None:
     """sqrt at 0 sends Inf: the page marks that node and edge from its step on, exactly
-    where gradviz.replay.classes_at does."""
+    where gradviz.replay.frames.classes_at does."""
     x = torch.tensor([0.0, 1.0, 4.0], requires_grad=True)
     recording = gradviz.record((x.sqrt() * 3).sum())
     (origin,) = recording.nonfinite_origins()
@@ -196,7 +196,7 @@ def test_standalone_replay_grows_the_forward_pass_first(
     ten_ops_watched: Recording, tmp_path: Path
 ) -> None:
     """Under watch(): forward frames -12..-1 (one per op), then the seed and the backward
-    steps; in both views the classes at every frame are gradviz.replay.classes_at's."""
+    steps; in both views the classes at every frame are gradviz.replay.frames.classes_at's."""
     recording = ten_ops_watched
     page_file = recording.save(tmp_path / "replay.html")
     views = ("backward", "combined")

@@ -370,7 +370,7 @@ def test_theme_colours_must_be_colours(role: str, field: str, value: str) -> Non
 
 @pytest.mark.needs_dot
 def test_big_graph_layout_reads_hostile_labels(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Graphs past LARGE_GRAPH_NODES are placed by gradviz.biglayout, which re-reads the
+    """Graphs past LARGE_GRAPH_NODES are placed by gradviz.render.layered, which re-reads the
     DOT line by line: hostile labels must not confuse it (lowered here to stay fast)."""
     from gradviz.errors import GradvizWarning
     from gradviz.render import layered as biglayout

@@ -1,4 +1,4 @@
-"""The lessons of DESIGN §8 as ``gradviz.lessons`` builds them, replayed and checked against
+"""The lessons as ``gradviz.teaching.lessons`` builds them, replayed and checked against
 PyTorch: each replay leaves exactly the gradients a plain PyTorch run of the same build does,
 and each lesson shows what it is there to teach."""
 

@@ -3,7 +3,7 @@
 A collapsed box is active while a node inside it runs, done once all have run, pending
 before and ``gv_partial`` in between; an edge that merges several graph edges reveals its
 gradient when the first of them flows. These tests derive both from the member nodes'
-own classes, independently of how ``gradviz.replay`` computes them.
+own classes, independently of how ``gradviz.replay.frames`` computes them.
 """
 
 from __future__ import annotations

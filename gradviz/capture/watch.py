@@ -4,7 +4,7 @@ A ``TorchFunctionMode`` sees every Python-level torch op with its inputs (tensor
 constants, Python scalars) and outputs; gradviz snapshots each tensor's ``grad_fn`` and
 ``_version`` at that moment, the autograd sequence numbers the op allocated, and the
 source line. Global forward pre/post hooks on ``nn.Module`` (they return None) give the
-module scopes. Everything is plain data (``gradviz.forward.Forward``); the live tensors are
+module scopes. Everything is plain data (``gradviz.model.forward.Forward``); the live tensors are
 held only weakly, so watching never keeps memory alive or changes a result.
 
     with gradviz.watch() as w:

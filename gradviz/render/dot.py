@@ -121,7 +121,7 @@ class _DotWriter:
 
     def _node(self, node: Node) -> None:
         rows = [f"<B>{html_text(node.type_name)}</B>"]
-        folded = getattr(node, "contents", None)  # a gradviz.fold.FoldedNode
+        folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
         if folded:
             for line in folded.split("\n"):
                 rows.append(f'<FONT POINT-SIZE="9">{html_text(line, None)}</FONT>')

@@ -10,7 +10,7 @@ straight edges. Element ids and classes are the same as with ``dot``, so the ste
 per-step styling work unchanged.
 
 This module reads gradviz's own DOT text (one statement per line) and never runs
-anything; ``gradviz.layout.run_dot`` decides when to use it.
+anything; ``gradviz.render.backend.run_dot`` decides when to use it.
 """
 
 from __future__ import annotations

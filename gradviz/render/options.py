@@ -29,11 +29,11 @@ class RenderOptions:
     prefix: str | None = None  # SVG id prefix; the graph's own when None
     edge_labels: Mapping[str, str] = field(default_factory=dict)  # edge key -> gradient text
     link_labels: Mapping[str, str] = field(default_factory=dict)  # tensor id -> gradient text
-    # with gradviz.watch() data (gradviz.render_forward): module clusters, collapsing, marks
+    # with gradviz.watch() data (gradviz.render.watched): module clusters, collapsing, marks
     modules: bool = False  # cluster nodes and ops by the nn.Module that created them
     collapse_depth: int | None = None  # draw modules this deep (0: top level) as one box
     marks: tuple[str, ...] = ()  # node / tensor / forward-tensor ids to draw marked
-    # draw runs of identical blocks as one "N × block" box (gradviz.fold); an int sets
+    # draw runs of identical blocks as one "N × block" box (gradviz.render.fold); an int sets
     # the fewest repeats that fold (True: 2)
     fold: bool | int = False
 

@@ -490,7 +490,7 @@ class _Writer(_DotWriter):
         """One edge into, out of or between collapsed boxes for the graph ``edges`` it merges.
 
         It takes the id of the merged edge whose gradient flows first (``edge_labels`` is
-        in flow order, as ``gradviz.replay.replay_options`` builds it), so the replay
+        in flow order, as ``gradviz.replay.frames.replay_options`` builds it), so the replay
         reveals it then; its label is that gradient, "+k more" when others merge into it.
         """
         order = {key: i for i, key in enumerate(self.options.edge_labels)}

@@ -1,6 +1,6 @@
 """The stepper's data and the standalone replay page: one HTML file, no network.
 
-The notebook widget (``gradviz.widget``) and the page share ``stepper_payload`` and the one
+The notebook widget (``gradviz.stepper.widget``) and the page share ``stepper_payload`` and the one
 front end in ``assets/``. Every user string reaches the page inside JSON whose ``<``, ``>``
 and ``&`` are escaped, and the front end inserts it as text, never as markup.
 """
@@ -109,7 +109,7 @@ def stepper_payload(
     """Both views laid out once, the schedule, the panel data and the stylesheets.
 
     ``step`` styles the shipped SVGs (default: the last step); under ``watch()`` negative
-    steps are the forward frames (``gradviz.replay``), and ``data`` says where they start.
+    steps are the forward frames (``gradviz.replay.frames``), and ``data`` says where they start.
     """
     options.pop("view", None)
     svgs: dict[str, str] = {}

@@ -10,7 +10,7 @@ the seed, steps -F..-1 (``goto(-F)`` reaches the first op), and the stepper open
 first of them, so a lecture sees the graph grow before the backward pass runs.
 
 A ``watch(model)`` recording of more than a handful of nodes also has module views
-(``gradviz.replay.module_views``): ``view = "collapsed-1"`` draws each module at depth 1
+(``gradviz.replay.modules.module_views``): ``view = "collapsed-1"`` draws each module at depth 1
 as one box, ``"modules"`` draws them as clusters; clicking a box in the browser expands it.
 """
 

@@ -231,7 +231,7 @@ def write_gallery(out: Path, rendered: list[Rendered]) -> Path:
 
 
 def write_themes(folder: Path) -> Path:
-    """``themes.json``: every theme of ``gradviz.theme`` as data, for front ends."""
+    """``themes.json``: every theme of ``gradviz.render.theme`` as data, for front ends."""
     data = {name: dataclasses.asdict(theme) for name, theme in THEMES.items()}
     path = folder / "themes.json"
     path.parent.mkdir(parents=True, exist_ok=True)

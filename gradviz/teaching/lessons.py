@@ -1,4 +1,4 @@
-"""The lessons of DESIGN §8, built live, so demos, tests and notebooks share one source.
+"""The lessons the notebooks teach, built live, so demos, tests and notebooks share one source.
 
 Each builder returns the roots and the names the lecture uses, and what a faithful replay
 needs besides: ``gradient`` for a non-scalar root (``backward(gradient=...)``) and
