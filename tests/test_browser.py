@@ -1,6 +1,6 @@
 """The stepper in a real browser: the offline page, and the widget inside JupyterLab.
 
-Chromium is driven as ``tests/browser_support.py`` describes. Each test prints the
+Chromium is driven as ``tests/support/browser.py`` describes. Each test prints the
 per-step latency it measured; none asserts on time.
 """
 
@@ -30,7 +30,7 @@ from gradviz.escape import MAX_LABEL_CHARS
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, forward_frames, replay_born, replay_data
 from gradviz.teaching.lessons import lesson
-from tests.browser_support import chromium, open_local
+from tests.support.browser import chromium, open_local
 
 # The class each scheduled element carries, read inside one stepper only.
 READ_CLASSES = """([root, ids]) => {

@@ -16,7 +16,6 @@ import json
 import runpy
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -443,18 +442,10 @@ def widget_page(recording: Recording) -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.browser_support import chromium
-
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
-
-
 @pytest.mark.browser
 @pytest.mark.needs_dot
 def test_pages_stay_inert_in_chromium(browser: Any, tmp_path: Path) -> None:
-    from tests.browser_support import open_local
+    from tests.support.browser import open_local
 
     pytest.importorskip("anywidget")
     names = record_names()

@@ -18,6 +18,7 @@ from gradviz.model.recording import as_summary
 from gradviz.model.values import Summary, format_number
 from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 from tests.models import MODELS, Build
+from tests.support import as_tensor
 
 Case = Callable[[], tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]]
 
@@ -44,11 +45,6 @@ CASES.update({name: model_case(build) for name, build in MODELS.items()})
 
 def leaf_grads(names: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | None]:
     return {n: t.grad for n, t in names.items() if t.is_leaf and t.requires_grad}
-
-
-def as_tensor(value: object) -> torch.Tensor:
-    assert isinstance(value, torch.Tensor), f"expected a kept tensor, got {type(value)}"
-    return value
 
 
 @pytest.fixture
