@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gradviz.analysis.inplace import InplaceFinding, InplaceReport, explain_inplace
+from gradviz.analysis.inplace import InplaceFinding, InplaceReport
 from gradviz.errors import (
     BackwardFailed,
     GradvizError,
     GradvizWarning,
     GraphFreed,
     GraphvizNotFound,
+    InvalidArgument,
     NotOnGraph,
     WatchNestingError,
 )
@@ -23,7 +24,16 @@ from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
 from gradviz.model.graph import Edge, Node, SavedValue, TensorRecord
 from gradviz.model.recording import HookChange, Step
 from gradviz.model.values import Role, Summary
-from gradviz.objects import Graph, Recording, Watch, record, record_grad, trace, watch
+from gradviz.objects import (
+    Graph,
+    Recording,
+    Watch,
+    explain_inplace,
+    record,
+    record_grad,
+    trace,
+    watch,
+)
 from gradviz.render.options import RenderKeywords, RenderOptions
 from gradviz.render.theme import THEMES, Theme
 from gradviz.replay.frames import ForwardFrame, Frame
@@ -50,6 +60,7 @@ __all__ = [
     "HookChange",
     "InplaceFinding",
     "InplaceReport",
+    "InvalidArgument",
     "ModuleScope",
     "Node",
     "NotOnGraph",

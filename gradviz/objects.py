@@ -16,11 +16,12 @@ from typing import Any, TypeVar
 import torch
 from typing_extensions import Unpack
 
+from gradviz.analysis import inplace as _inplace
 from gradviz.analysis.order import predict_order, predicted_order
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import watch as _watch
-from gradviz.capture.record import MEMORY_BUDGET, Keep, TensorOrTensors
+from gradviz.capture.record import MEMORY_BUDGET, InputTensors, Keep, TensorOrTensors
 from gradviz.capture.trace import Params
 from gradviz.errors import BackwardFailed, GradvizError
 from gradviz.escape import json_text
@@ -169,7 +170,7 @@ trace.__doc__ = _trace.trace.__doc__
 def record(
     *roots: torch.Tensor,
     gradient: TensorOrTensors | None = None,
-    inputs: TensorOrTensors | None = None,
+    inputs: InputTensors | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     keep: Keep = "auto",
@@ -201,7 +202,7 @@ record.__doc__ = _record.record.__doc__
 
 def record_grad(
     outputs: TensorOrTensors,
-    inputs: TensorOrTensors,
+    inputs: InputTensors,
     grad_outputs: TensorOrTensors | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
@@ -276,3 +277,20 @@ def watch(model: torch.nn.Module | None = None, names: Mapping[str, Any] | None 
 
 
 watch.__doc__ = _watch.watch.__doc__
+
+
+def explain_inplace(source: Any) -> _inplace.InplaceReport:
+    """``analysis.inplace.explain_inplace``; PyTorch's own ``RuntimeError`` from a plain
+    ``backward()`` works too: the failed call's frames give its roots, and the
+    ``watch()`` that saw them gives the forward data."""
+    if isinstance(source, RuntimeError) and getattr(source, "recording", None) is None:
+        roots = _inplace.backward_roots(source)
+        seen_by = next((w for w in map(_watch.watch_that_saw, roots) if w is not None), None)
+        if seen_by is None:
+            raise ValueError(
+                "explain_inplace found no gradviz.watch() that saw the tensors of this "
+                "backward: run the forward pass inside `with gradviz.watch() as w:` and call "
+                "backward after the block (or pass w.record(root)'s BackwardFailed)"
+            )
+        source = seen_by.trace(*roots)
+    return _inplace.explain_inplace(source)

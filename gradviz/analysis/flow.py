@@ -12,9 +12,16 @@ import math
 
 import torch
 
-from gradviz.model.recording import GradValue, HookChange, Recording, as_summary, value_text
+from gradviz.model.recording import (
+    GradValue,
+    HookChange,
+    Recording,
+    Step,
+    as_summary,
+    value_text,
+)
 
-__all__ = ["check_flow", "same_sum", "sum_text"]
+__all__ = ["check_flow", "same_sum", "sent_into", "sum_text"]
 
 
 # -- the flow check ------------------------------------------------------------------------
@@ -28,24 +35,11 @@ def check_flow(recording: Recording) -> None:
     the kept values cannot show it (meta tensors, NaN sums, complex statistics), the step is
     marked not verifiable (``flow_checked``) and ``flow_note`` says why.
     """
-    graph = recording.graph
     for step in recording.steps:
         changes: list[HookChange] = []
         unverifiable: list[str] = []
         for nr, received in enumerate(step.grad_outputs):
-            sent: list[GradValue] = []
-            seed = recording.seeds.get((step.node_id, nr))
-            if seed is not None:
-                sent.append(seed)
-            for edge in graph.in_edges(step.node_id):
-                if edge.input_nr != nr:
-                    continue
-                producer = recording.step_for(edge.src)
-                if producer is None or producer.index > step.index:
-                    continue
-                value = producer.grad_inputs[edge.slot] if producer.grad_inputs else None
-                if value is not None:
-                    sent.append(value)
+            sent = sent_into(recording, step, nr)
             same = same_sum(received, sent)
             if same is None:
                 unverifiable.append(f"output {nr}: {_why_unverifiable([received, *sent])}")
@@ -80,6 +74,28 @@ def check_flow(recording: Recording) -> None:
         step.flow_note = "; ".join(notes)
 
 
+def sent_into(recording: Recording, step: Step, nr: int) -> list[GradValue]:
+    """What was sent into output ``nr`` of the step's node, in the order the engine added
+    it up: the seed first, then each producer's gradient in the order the producers ran (a
+    producer's slots in order). The engine's input buffer accumulates gradients as they
+    arrive, ((seed + a) + b) + c, and floating-point sums depend on that order."""
+    parts: list[tuple[int, int, GradValue]] = []
+    seed = recording.seeds.get((step.node_id, nr))
+    if seed is not None:
+        parts.append((0, 0, seed))
+    for edge in recording.graph.in_edges(step.node_id):
+        if edge.input_nr != nr:
+            continue
+        producer = recording.step_for(edge.src)
+        if producer is None or producer.index > step.index:
+            continue
+        value = producer.grad_inputs[edge.slot] if producer.grad_inputs else None
+        if value is not None:
+            parts.append((producer.index, edge.slot, value))
+    parts.sort(key=lambda part: (part[0], part[1]))
+    return [value for _, _, value in parts]
+
+
 def sum_text(values: list[GradValue]) -> tuple[GradValue | None, str]:
     """What ``values`` add up to (None when only summaries of several are known), and the
     sum in words: '2 + 3 = 5', or 'nothing'."""
@@ -91,7 +107,8 @@ def sum_text(values: list[GradValue]) -> tuple[GradValue | None, str]:
 
 
 def _sum_of(values: list[GradValue]) -> GradValue | None:
-    """The total of what was sent, when gradviz can know it (tensors, or a single value)."""
+    """The total of what was sent, when gradviz can know it (tensors, or a single value),
+    added up in the order given, in the gradients' own dtype, as the engine does."""
     if len(values) == 1:
         return values[0]
     if values and all(isinstance(v, torch.Tensor) for v in values):
@@ -119,6 +136,10 @@ def _why_unverifiable(values: list[GradValue | None]) -> str:
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` equals ``b`` as the engine computed it: bitwise in the usual case
+    (gradviz adds in the engine's order, in the same dtype, so each add rounds alike);
+    else within two units in the last place of the coarser dtype (1e-3 for float16),
+    never more: a hook that scales a gradient by 1% is a change."""
     if a.shape != b.shape:
         return False
     if a.layout != torch.strided or b.layout != torch.strided:
@@ -126,8 +147,23 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a is b or torch.equal(a, b):  # the usual case, and one pass instead of allclose's many
         return True
     wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
-    a, b = a.detach().to(wide), b.detach().to(wide)
-    return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True))  # nan: diverged
+    a_wide, b_wide = a.detach().to(wide), b.detach().to(wide)
+    eps, tiny = _rounding(a.dtype, b.dtype)
+    tolerance = 2 * (eps * b_wide.abs() + tiny)
+    difference = (a_wide - b_wide).abs()
+    both_nan = torch.isnan(a_wide) & torch.isnan(b_wide)  # nan on both sides: diverged alike
+    return bool(((difference <= tolerance) | both_nan | (a_wide == b_wide)).all())
+
+
+def _rounding(*dtypes: torch.dtype) -> tuple[float, float]:
+    """The machine epsilon and smallest subnormal of the coarsest of the float dtypes
+    (0, 0 for integers, which add exactly)."""
+    eps = tiny = 0.0
+    for dtype in dtypes:
+        if dtype.is_floating_point or dtype.is_complex:
+            info = torch.finfo(dtype)
+            eps, tiny = max(eps, info.eps), max(tiny, info.smallest_normal * info.eps)
+    return eps, tiny
 
 
 def _close_sparse(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -186,7 +222,8 @@ def _sums_agree(left: list[GradValue], right: list[GradValue]) -> bool | None:
 
     A side holding NaN or Inf (a diverged model) has no total to compare (inf - inf is
     nan): against another non-finite side it cannot be told (None); against a finite one
-    it is a change."""
+    it is a change, unless the finite values are big enough for their sum to overflow
+    their dtype (two float16 gradients of 40,000): then it cannot be told either."""
     totals: list[complex] = []
     for value in [*left, *right]:
         total = _total(value)
@@ -195,8 +232,36 @@ def _sums_agree(left: list[GradValue], right: list[GradValue]) -> bool | None:
         totals.append(total)
     lhs, rhs = sum(totals[: len(left)], 0j), sum(totals[len(left) :], 0j)
     if not cmath.isfinite(lhs) or not cmath.isfinite(rhs):
-        return None if not cmath.isfinite(lhs) and not cmath.isfinite(rhs) else False
-    return abs(lhs - rhs) <= 1e-4 * _scale([*left, *right]) + 1e-6
+        if not cmath.isfinite(lhs) and not cmath.isfinite(rhs):
+            return None
+        return None if _may_overflow(right if cmath.isfinite(rhs) else left) else False
+    # summaries hold float64 statistics of values the engine added in their own dtype:
+    # each of the n terms may be off by its dtype's epsilon (float16: 1e-3, bfloat16: 8e-3)
+    values = [*left, *right]
+    eps = max([_summary_eps(value) for value in values] + [1e-4 / len(values)])
+    return abs(lhs - rhs) <= len(values) * eps * _scale(values) + 1e-6
+
+
+def _may_overflow(values: list[GradValue]) -> bool:
+    """Whether adding up these finite values may overflow their dtype."""
+    bound = 0.0
+    largest = math.inf
+    for value in values:
+        summary = as_summary(value)
+        if summary.min is None or summary.max is None:
+            return True  # complex: no bound known
+        bound += max(abs(summary.min), abs(summary.max))
+        dtype = getattr(torch, summary.dtype, None)
+        if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+            largest = min(largest, float(torch.finfo(dtype).max))
+    return len(values) > 1 and bound > largest
+
+
+def _summary_eps(value: GradValue) -> float:
+    dtype = getattr(torch, as_summary(value).dtype, None)
+    if isinstance(dtype, torch.dtype) and (dtype.is_floating_point or dtype.is_complex):
+        return float(torch.finfo(dtype).eps)
+    return 0.0
 
 
 def _is_zero(value: GradValue) -> bool:

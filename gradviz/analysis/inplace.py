@@ -11,18 +11,28 @@ change is, with the names, versions, ops and lines, and marks them in the drawin
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.graph import Graph
 from gradviz.render.export import graph_dot, write_graph
 
-__all__ = ["InplaceFinding", "InplaceReport", "explain_inplace"]
+__all__ = [
+    "InplaceFinding",
+    "InplaceReport",
+    "backward_roots",
+    "explain_in_message",
+    "explain_inplace",
+]
 
 _MODIFIED = "modified by an inplace operation"
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 _POSITIONS = {"self": "0", "input": "0", "other": "1", "mat2": "1", "weight": "1"}
 
@@ -94,8 +104,10 @@ class InplaceReport:
 def explain_inplace(source: Any) -> InplaceReport:
     """Explain in-place changes in a graph traced or recorded under ``gradviz.watch()``.
 
-    ``source``: a ``Graph``, a ``Recording``, or the ``BackwardFailed`` that ``w.record()``
-    raised. Without ``watch()`` data there is nothing to go on, and ``ValueError`` says so.
+    ``source``: a ``Graph``, a ``Recording``, the ``BackwardFailed`` that ``w.record()``
+    raised, or PyTorch's own ``RuntimeError`` from a plain ``backward()`` of tensors made
+    under ``watch()``. Without ``watch()`` data there is nothing to go on, and
+    ``ValueError`` says so.
     """
     graph = _graph_of(source)
     forward = graph.forward
@@ -118,6 +130,21 @@ def explain_inplace(source: Any) -> InplaceReport:
     return InplaceReport(graph, findings)
 
 
+def explain_in_message(failed: Exception) -> None:
+    """Add what ``explain_inplace`` finds to the message of a ``BackwardFailed`` that an
+    in-place change caused: the node, the tensor's name, its saved and current versions,
+    and the in-place line. The error keeps its type; nothing is added when nothing fails."""
+    if _MODIFIED not in str(failed) or not failed.args:
+        return
+    try:
+        failing = explain_inplace(failed).failing
+    except (TypeError, ValueError):
+        return
+    if failing:
+        story = "\n\n".join(finding.message for finding in failing)
+        failed.args = (f"{failed.args[0]}\n\n{story}", *failed.args[1:])
+
+
 def _graph_of(source: Any) -> Graph:
     if isinstance(source, Graph):
         return source
@@ -127,9 +154,28 @@ def _graph_of(source: Any) -> Graph:
     if isinstance(getattr(source, "graph", None), Graph):
         return source.graph  # type: ignore[no-any-return]
     raise TypeError(
-        f"explain_inplace takes a Graph, a Recording or a BackwardFailed, not "
-        f"{type(source).__name__}"
+        "explain_inplace takes a Graph, a Recording, a BackwardFailed or PyTorch's "
+        f"RuntimeError, not {type(source).__name__}"
     )
+
+
+def backward_roots(error: BaseException) -> list[torch.Tensor]:
+    """The tensors a failed ``Tensor.backward()`` / ``torch.autograd.backward()`` /
+    ``torch.autograd.grad()`` call started from, from its frames' arguments."""
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        name = frame.f_code.co_name
+        if frame.f_code.co_filename.startswith(_TORCH_DIR) and name in ("backward", "grad"):
+            for argument in ("self", "tensors", "outputs"):
+                value = frame.f_locals.get(argument)
+                found = [value] if isinstance(value, torch.Tensor) else value
+                if isinstance(found, list | tuple) and found:
+                    tensors = [t for t in found if isinstance(t, torch.Tensor)]
+                    if tensors:
+                        return tensors
+        traceback = traceback.tb_next
+    return []
 
 
 def _unreadable(graph: Graph, node_id: str) -> dict[str, tuple[int, int] | None]:

@@ -2,8 +2,11 @@
 
 A step is an origin when it sent a non-finite gradient although everything it received
 was finite: the op itself made the NaN or Inf (``sqrt`` at 0, ``log`` of 0, 0/0, or a NaN
-in a saved input). Later steps only pass it on. Summaries carry the fact (``Summary.nan``,
-``Summary.inf``), so this works for ``keep="summary"`` as well as for full copies.
+in a saved input). It is one too when it received a non-finite gradient although every
+gradient sent into it was finite: the engine's sum of them overflowed (two float16
+gradients of 40,000 add up to Inf). Later steps only pass it on. Summaries carry the fact
+(``Summary.nan``, ``Summary.inf``), so this works for ``keep="summary"`` as well as for
+full copies.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gradviz.analysis.flow import sent_into
+from gradviz.model.summarize import dtype_name
 from gradviz.model.values import Summary
 
 if TYPE_CHECKING:
-    from gradviz.model.recording import GradValue, Recording
+    from gradviz.model.recording import GradValue, Recording, Step
 
-__all__ = ["find_origins", "nonfinite_kind"]
+__all__ = ["find_origins", "nonfinite_kind", "sum_overflow_text"]
 
 
 def nonfinite_kind(value: GradValue | None) -> str | None:
@@ -62,6 +67,40 @@ def find_origins(recording: Recording) -> None:
             step.nonfinite_origin = bad
         else:
             step.nonfinite_origin = ()
+        step.nonfinite_sum = _overflowed_sums(recording, step)
+
+
+def _overflowed_sums(recording: Recording, step: Step) -> tuple[tuple[int, str], ...]:
+    """(output, kind) of each non-finite gradient the step received where two or more
+    finite ones were sent into it (and no hook changed it): the engine's sum overflowed."""
+    hooked = {change.slot for change in step.hook_changes if change.where == "received"}
+    found = []
+    for nr, received in enumerate(step.grad_outputs):
+        if nr in hooked or received is None:
+            continue
+        kind = nonfinite_kind(received)
+        if not kind:
+            continue
+        parts = sent_into(recording, step, nr)
+        if len(parts) >= 2 and all(nonfinite_kind(part) == "" for part in parts):
+            found.append((nr, kind))
+    return tuple(found)
+
+
+def sum_overflow_text(step: Step) -> str:
+    """'Inf first appears here: the engine added the finite gradients sent into
+    AccumulateGrad (output 0), and their sum overflowed float16.'"""
+    parts = []
+    for nr, kind in step.nonfinite_sum:
+        value = step.grad_outputs[nr]
+        dtype = dtype_name(value.dtype) if isinstance(value, torch.Tensor) else ""
+        if isinstance(value, Summary):
+            dtype = value.dtype
+        parts.append(f"{kind} (output {nr}, {dtype})")
+    return (
+        f"{' and '.join(parts)} first appears here: the gradients sent into {step.type_name} "
+        "were all finite, but the engine's sum of them overflowed."
+    )
 
 
 def _batchable(value: GradValue | None) -> bool:

@@ -6,6 +6,7 @@ keeping them here means a change in PyTorch breaks one module, not every module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -13,8 +14,10 @@ from torch.autograd.graph import get_gradient_edge
 
 __all__ = [
     "FREED_MARKER",
+    "current_graph_task",
     "gradient_edge",
     "has_other_hooks",
+    "input_bytes",
     "is_accumulate_grad",
     "leaf_variable",
     "move_to_front",
@@ -27,6 +30,30 @@ __all__ = [
 Node = Any  # torch.autograd.graph.Node; its concrete classes are generated in C++
 
 FREED_MARKER = "backward through the graph a second time"
+
+
+def _no_graph_task() -> int:
+    return 0
+
+
+# The id of the backward (graph task) the calling hook belongs to: hooks stay on a graph
+# that other backward calls (another thread's, a nested one) may run at the same time.
+current_graph_task: Callable[[], int] = getattr(torch._C, "_current_graph_task_id", _no_graph_task)
+
+
+def input_bytes(node: Node) -> int:
+    """How many bytes the gradients the node receives take (from the shapes and dtypes the
+    engine checks them against); 0 where PyTorch does not say (nested, symbolic shapes)."""
+    total = 0
+    for metadata in getattr(node, "_input_metadata", ()):
+        try:
+            numel = 1
+            for size in metadata.shape:
+                numel *= int(size)
+            total += numel * metadata.dtype.itemsize
+        except (RuntimeError, TypeError, ValueError, AttributeError):
+            continue
+    return total
 
 
 def next_functions(node: Node) -> tuple[tuple[Node | None, int], ...]:

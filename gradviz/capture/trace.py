@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from gradviz.capture import _autograd
+from gradviz.capture._own_ops import own_ops
 from gradviz.errors import NotOnGraph
 from gradviz.model.graph import Edge, Graph, Node, SavedValue, TensorRecord
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
@@ -33,9 +34,10 @@ def trace(
     parameters are named by their path) or ``(name, tensor)`` pairs. Explicit ``names``
     win over ``params``.
     """
-    walker = _Walker(roots, _named_tensors(params, names))
-    with gc_paused():
-        return walker.walk()
+    with own_ops():  # inside watch(): the walk's summaries are not the user's ops
+        walker = _Walker(roots, _named_tensors(params, names))
+        with gc_paused():
+            return walker.walk()
 
 
 _gc_lock = threading.Lock()
@@ -241,7 +243,7 @@ class _Walker:
             device=str(tensor.device),
             requires_grad=requires_grad,
             is_leaf=is_leaf,
-            version=int(tensor._version),
+            version=_version(tensor),
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
             data=summarize(tensor),
             grad=None if grad is None else summarize(grad),
@@ -254,6 +256,14 @@ class _Walker:
 
 
 _SCALARS = (int, bool, float, str, type(None))
+
+
+def _version(tensor: torch.Tensor) -> int:
+    """The tensor's version; 0 for a tensor made under ``torch.inference_mode()``, which
+    has no version counter (and cannot be changed in place outside that mode)."""
+    if tensor.is_inference():
+        return 0
+    return int(tensor._version)
 
 
 def _saved_value(name: str, value: object) -> SavedValue:

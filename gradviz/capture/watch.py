@@ -27,7 +27,9 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from gradviz.analysis.inplace import explain_in_message
 from gradviz.capture._interrupts import deferred_interrupts
+from gradviz.capture._own_ops import running as own_ops_running
 from gradviz.capture.names import assignment_targets, prime
 from gradviz.capture.trace import Params, trace
 from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
@@ -49,6 +51,9 @@ _OWN_FILES = frozenset(
 _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
 
 _ACTIVE: list[Watch] = []
+# the watches that ended, newest last (weakly): explain_inplace finds the one that saw the
+# tensors of a backward that failed outside gradviz
+_FINISHED: list[weakref.ref[Watch]] = []
 
 _get_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 
@@ -120,6 +125,8 @@ class _Mode(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
+        if own_ops_running():  # gradviz's own work (record() inside the block)
+            return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name == "__get__":
             return func(*args, **kwargs)
@@ -240,6 +247,8 @@ class Watch:
             if self in _ACTIVE:
                 _ACTIVE.remove(self)
             self._closed = True
+            _FINISHED[:] = [ref for ref in _FINISHED if ref() is not None]
+            _FINISHED.append(weakref.ref(self))
 
     def _guard(self, fn: Callable[..., None], *args: Any) -> None:
         """Run gradviz's own bookkeeping; a failure there never breaks the user's code."""
@@ -606,9 +615,19 @@ class Watch:
                 failed_recording.graph.forward = link(
                     failed_recording.graph, self.forward, self._registry.find, names
                 )
+                explain_in_message(failed)
             raise
         recording.graph.forward = link(recording.graph, self.forward, self._registry.find, names)
         return recording
+
+
+def watch_that_saw(tensor: torch.Tensor) -> Watch | None:
+    """The newest ended watch that saw ``tensor`` (None: none did, or it is gone)."""
+    for ref in reversed(_FINISHED):
+        found = ref()
+        if found is not None and found._registry.find(tensor) is not None:
+            return found
+    return None
 
 
 def _is_view_of(tensor: torch.Tensor, inputs: list[torch.Tensor]) -> bool:

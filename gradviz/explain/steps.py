@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gradviz.analysis.flow import same_sum
+from gradviz.analysis.nonfinite import sum_overflow_text
 from gradviz.explain.formulas import FORMULAS
 from gradviz.explain.symbols import (
     _context,
@@ -264,6 +265,8 @@ def explain_step(recording: Recording, index: int) -> Explanation:
     extra = ""
     if step.nonfinite_origin:
         extra += " " + _nonfinite_text(recording, step)
+    if step.nonfinite_sum:
+        extra += " " + sum_overflow_text(step)
     if not step.flow_ok:
         extra += f" Flow check: {step.flow_note}."
     elif not step.flow_checked:

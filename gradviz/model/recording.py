@@ -112,6 +112,9 @@ class Step:
     # (slot, "NaN" / "Inf" / "NaN and Inf") of each non-finite gradient this step sent
     # although all it received was finite: where the NaN or Inf first appeared
     nonfinite_origin: tuple[tuple[int, str], ...] = ()
+    # (output, kind) of each non-finite gradient the step received although everything sent
+    # into it was finite: the engine's sum of two or more finite gradients overflowed
+    nonfinite_sum: tuple[tuple[int, str], ...] = ()
     raw_outputs: tuple[torch.Tensor | None, ...] = field(default=(), repr=False)
     # what the op itself sent, before the user's own node hooks ran (None: it had none)
     sent_by_op: tuple[GradValue | None, ...] | None = None
@@ -139,6 +142,7 @@ class Step:
             "flow_note": self.flow_note,
             "hook_changes": [change.to_dict() for change in self.hook_changes],
             "nonfinite_origin": [list(origin) for origin in self.nonfinite_origin],
+            "nonfinite_sum": [list(origin) for origin in self.nonfinite_sum],
         }
 
 
@@ -191,8 +195,10 @@ class Recording:
     def nonfinite_origins(self) -> list[Step]:
         """The steps where NaN or Inf first appeared: each sent a non-finite gradient
         (``step.nonfinite_origin``: which slot, NaN or Inf) although all it received was
-        finite. Empty when every gradient stayed finite (or came in non-finite as a seed)."""
-        return [step for step in self.steps if step.nonfinite_origin]
+        finite, or received one that the engine's sum of finite gradients made
+        (``step.nonfinite_sum``: which output; float16 overflows at 65504). Empty when every
+        gradient stayed finite (or came in non-finite as a seed)."""
+        return [step for step in self.steps if step.nonfinite_origin or step.nonfinite_sum]
 
     def __len__(self) -> int:
         """The number of backward steps, N, as iterating yields them; the steps are numbered
