@@ -4,11 +4,13 @@ from __future__ import annotations
 
 __all__ = [
     "BackwardFailed",
+    "BadArgument",
     "GradvizError",
     "GradvizWarning",
     "GraphFreed",
     "GraphvizNotFound",
     "NotOnGraph",
+    "StepNotFound",
     "WatchNestingError",
 ]
 
@@ -59,3 +61,11 @@ class BackwardFailed(GradvizError, RuntimeError):
 
 class WatchNestingError(GradvizError, RuntimeError):
     """``gradviz.watch()`` blocks cannot be nested."""
+
+
+class BadArgument(GradvizError, TypeError):
+    """An argument of the wrong kind; the message says what to pass instead."""
+
+
+class StepNotFound(GradvizError, IndexError):
+    """A step number outside the recording's steps."""
