@@ -61,9 +61,13 @@ pytest: setup system-browser
 
 test: lint typecheck pytest
 
+# JupyterLab refuses to start as root without --allow-root (containers, CI machines).
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS ?=
+
 lab: setup
 	@echo "==> JupyterLab on notebooks/ (Ctrl-C to stop)"
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(LAB_ROOT) $(LAB_ARGS) notebooks/
 
 assets: setup
 	@echo "==> regenerating the example diagrams in assets/"

@@ -12,6 +12,7 @@ __all__ = [
     "GraphvizNotFound",
     "InvalidArgument",
     "NotOnGraph",
+    "StepNotFound",
     "WatchNestingError",
     "backward_failed",
 ]
@@ -114,3 +115,7 @@ def _failure_type(kind: type[BaseException]) -> type[BackwardFailed]:
             made.__module__ = __name__
             _failure_types[kind] = made
         return made
+
+
+class StepNotFound(GradvizError, IndexError):
+    """A step number outside the recording's steps."""

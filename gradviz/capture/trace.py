@@ -13,7 +13,7 @@ import torch
 
 from gradviz.capture import _autograd
 from gradviz.capture._own_ops import own_ops
-from gradviz.errors import NotOnGraph
+from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import Edge, Graph, Node, SavedValue, TensorRecord
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
 from gradviz.model.values import Role, Summary
@@ -73,28 +73,54 @@ def _named_tensors(
 ) -> dict[int, tuple[str, torch.Tensor]]:
     named: dict[int, tuple[str, torch.Tensor]] = {}
     if params is not None:
-        pairs: Iterable[tuple[str, torch.Tensor]]
-        if isinstance(params, torch.nn.Module):
-            pairs = params.named_parameters()
-        elif isinstance(params, Mapping):
-            pairs = params.items()
-        else:
-            pairs = params
-        for name, tensor in pairs:
-            _check_named(name, tensor, "params")
-            named[id(tensor)] = (name, tensor)
+        for pair in _param_pairs(params):
+            checked = _check_named(*pair, "params")
+            named[id(checked[1])] = checked
+    if names is not None and not isinstance(names, Mapping):
+        raise InvalidArgument(
+            f"names= takes a dict from names to tensors, e.g. names={{'x': x, 'w': w}}; "
+            f"got a {type(names).__name__}"
+        )
     for name, tensor in (names or {}).items():
-        _check_named(name, tensor, "names")
-        named[id(tensor)] = (name, tensor)
+        checked = _check_named(name, tensor, "names")
+        named[id(checked[1])] = checked
     return named
 
 
-def _check_named(name: object, tensor: object, argument: str) -> None:
+_PARAMS_HINT = (
+    "params= takes a module (params=model), a dict {'fc.weight': tensor} or "
+    "(name, tensor) pairs such as model.named_parameters()"
+)
+
+
+def _param_pairs(params: object) -> list[tuple[object, object]]:
+    """``params`` as (name, tensor) pairs, or an ``InvalidArgument`` that says what to pass."""
+    if isinstance(params, torch.nn.Module):
+        return list(params.named_parameters())
+    if isinstance(params, Mapping):
+        return list(params.items())
+    if isinstance(params, str | bytes | torch.Tensor) or not isinstance(params, Iterable):
+        raise InvalidArgument(f"{_PARAMS_HINT}; got a {type(params).__name__}")
+    pairs: list[tuple[object, object]] = []
+    for item in params:
+        if isinstance(item, torch.Tensor):
+            raise InvalidArgument(
+                f"{_PARAMS_HINT}; got tensors without names (model.parameters()?): pass "
+                "model.named_parameters() or the model itself"
+            )
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidArgument(f"{_PARAMS_HINT}; got an item {type(item).__name__}")
+        pairs.append(item)
+    return pairs
+
+
+def _check_named(name: object, tensor: object, argument: str) -> tuple[str, torch.Tensor]:
     if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
-        raise TypeError(
+        raise InvalidArgument(
             f"{argument}= maps names to tensors, e.g. {{'a': a}}; "
             f"got {type(name).__name__} -> {type(tensor).__name__}"
         )
+    return name, tensor
 
 
 def _root_node(index: int, root: object) -> tuple[Any, int]:

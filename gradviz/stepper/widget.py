@@ -16,12 +16,15 @@ as one box, ``"modules"`` draws them as clusters; clicking a box in the browser 
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import anywidget
 import traitlets
 
+from gradviz.errors import InvalidArgument, StepNotFound
 from gradviz.escape import wire_safe
+from gradviz.model.graph import Graph
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import (
     ForwardFrame,
@@ -36,6 +39,16 @@ from gradviz.replay.modules import view_options
 from gradviz.stepper.page import asset_text, static_html, stepper_payload
 
 __all__ = ["Stepper"]
+
+
+def _step_number(value: object, where: str) -> int:
+    """A step number given as an int (numpy ints too), or an ``InvalidArgument``."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise InvalidArgument(
+            f"{where} takes a step number, an int such as 3 or -1; got "
+            f"{type(value).__name__} {value!r:.40}"
+        )
+    return operator.index(value)
 
 
 class Stepper(anywidget.AnyWidget):
@@ -57,6 +70,18 @@ class Stepper(anywidget.AnyWidget):
         view: str = "backward",
         **options: Any,
     ) -> None:
+        if not isinstance(recording, Recording):
+            what = (
+                "a Graph (from gradviz.trace)"
+                if isinstance(recording, Graph)
+                else f"a {type(recording).__name__}"
+            )
+            raise InvalidArgument(
+                f"Stepper steps through a recording, not {what}: "
+                "gradviz.Stepper(gradviz.record(loss)) runs the backward pass and records it"
+            )
+        if step is not None:
+            step = _step_number(step, "Stepper(step=)")
         payload = stepper_payload(recording, **options)
         self.recording = recording
         self._options = options
@@ -108,9 +133,10 @@ class Stepper(anywidget.AnyWidget):
     def goto(self, step: int) -> int:
         """Jump to ``step``: -F..-1 the forward frames (under ``watch()``), 0 the seed, 1..N
         the backward steps, as everywhere in gradviz; returns the new step."""
-        if not self.first <= step <= self.last:
-            raise IndexError(self._no_step(step))
-        self.step = step
+        given = _step_number(step, "goto()")
+        if not self.first <= given <= self.last:
+            raise StepNotFound(f"goto({given}): {self._no_step(given)}")
+        self.step = given
         return int(self.step)
 
     @property
