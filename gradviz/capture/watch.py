@@ -19,6 +19,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, TracebackType
@@ -48,7 +49,9 @@ _OWN_FILES = frozenset(
 )
 _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
 
+# every watch() block running now, in any thread; a block sees only its own thread
 _ACTIVE: list[Watch] = []
+_ACTIVE_LOCK = threading.Lock()
 
 _get_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 
@@ -182,18 +185,23 @@ class Watch:
         self._op_frames: list[tuple[int, str, int]] = []  # (frame id, filename, lineno)
         self._roots_by_name: dict[str, torch.Tensor] = {}
         self._closed = False
+        self._thread: int | None = None  # the thread that entered the block
         if model is not None:
             self._module_paths = {id(m): path for path, m in model.named_modules()}
 
     # -- entering and leaving ---------------------------------------------------------------
     def __enter__(self) -> Watch:
-        if _ACTIVE:
+        """Start watching this thread: the torch-function mode is thread-local in PyTorch,
+        and the global module hooks skip calls made in other threads."""
+        thread = threading.get_ident()
+        if any(active._thread == thread for active in _ACTIVE):
             raise WatchNestingError(
-                "gradviz.watch() is already active: nested watch blocks are not supported. "
-                "Use one block around the whole forward pass."
+                "gradviz.watch() is already active in this thread: nested watch blocks are "
+                "not supported. Use one block around the whole forward pass."
             )
         if self._closed:
             raise GradvizError("this watch() was used already; start a new gradviz.watch()")
+        self._thread = thread
         module_hooks = torch.nn.modules.module
         mode = _Mode(self)
         entered = False
@@ -205,7 +213,8 @@ class Watch:
                     module_hooks.register_module_forward_pre_hook(self._pre_hook),
                     module_hooks.register_module_forward_hook(self._post_hook),
                 ]
-                _ACTIVE.append(self)
+                with _ACTIVE_LOCK:
+                    _ACTIVE.append(self)
                 self._mode = mode
                 mode.__enter__()  # type: ignore[no-untyped-call]
                 entered = True
@@ -237,8 +246,9 @@ class Watch:
                 handle.remove()
             self._handles = []
             self._mode = None
-            if self in _ACTIVE:
-                _ACTIVE.remove(self)
+            with _ACTIVE_LOCK:
+                if self in _ACTIVE:
+                    _ACTIVE.remove(self)
             self._closed = True
 
     def _guard(self, fn: Callable[..., None], *args: Any) -> None:
@@ -421,10 +431,12 @@ class Watch:
         )
 
     def _pre_hook(self, module: torch.nn.Module, inputs: Any) -> None:
-        self._guard(self._enter_module, module)
+        if threading.get_ident() == self._thread:  # module hooks are process-global
+            self._guard(self._enter_module, module)
 
     def _post_hook(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
-        self._guard(self._leave_module, module)
+        if threading.get_ident() == self._thread:
+            self._guard(self._leave_module, module)
 
     def _enter_module(self, module: torch.nn.Module) -> None:
         parent = self._stack[-1] if self._stack else None
