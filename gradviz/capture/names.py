@@ -1,15 +1,20 @@
 """Where ``watch()`` finds the user's names: the assignment targets of the lines that ran.
 
 Pure stdlib: source comes from ``linecache`` (scripts, modules, and notebook cells, which
-IPython registers there too), parsed once per file with ``ast``.
+IPython registers there too), parsed once per file with ``ast``. A target names a tensor
+only once the code really bound that very tensor to it (``Bindings`` looks in the frame's
+locals), so ``it = iter([...])`` or ``total = sum(...)`` name nothing on the way.
 """
 
 from __future__ import annotations
 
 import ast
 import linecache
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
 
-__all__ = ["assignment_targets", "prime"]
+__all__ = ["Bindings", "assignment_targets", "prime"]
 
 _COMPOUND = (
     ast.For,
@@ -76,6 +81,86 @@ def assignment_targets(filename: str, lineno: int) -> list[str | None] | str | N
     if isinstance(statement, ast.AnnAssign | ast.AugAssign):
         return _names(statement.target)
     return None
+
+
+def _flat(targets: list[str | None] | str | None) -> tuple[str, ...]:
+    if targets is None:
+        return ()
+    if isinstance(targets, str):
+        return (targets,)
+    return tuple(name for name in targets if name)
+
+
+@dataclass
+class _Pending:
+    """An op whose outputs the statement at ``first..last`` may bind to ``names``."""
+
+    frame: FrameType
+    first: int
+    last: int
+    names: tuple[str, ...]
+    outputs: frozenset[str]
+
+
+class Bindings:
+    """The names the user's code bound to the outputs of the ops it ran.
+
+    After each op, the statement it ran in is noted; at the next op (or when the watch
+    ends) the frame's locals say which tensor each target now holds. Only an output that is
+    that very tensor gets the name, in any frame: module level, a function, a method, a
+    nested function, a loop body or a notebook cell. ``find`` maps a tensor to its id.
+    """
+
+    _LIMIT = 64  # statements still waiting to bind; older ones are settled early
+
+    def __init__(self, find: Callable[[object], str | None]) -> None:
+        self.find = find
+        self.pending: list[_Pending] = []
+        self.names: dict[str, str] = {}  # tensor id -> the first name it was bound to
+
+    def saw(self, frame: FrameType, lineno: int, outputs: tuple[str, ...]) -> None:
+        """An op ran at ``frame``'s ``lineno`` and made ``outputs``."""
+        self.settle()
+        if not outputs:
+            return
+        filename = frame.f_code.co_filename
+        statement = _statement_at(filename, lineno)
+        names = _flat(assignment_targets(filename, lineno))
+        if statement is None or not names:
+            return
+        last = statement.end_lineno or statement.lineno
+        self.pending.append(_Pending(frame, statement.lineno, last, names, frozenset(outputs)))
+
+    def settle(self, final: bool = False) -> None:
+        """Name what is bound now; forget statements that have run to their end."""
+        keep: list[_Pending] = []
+        overflow = len(self.pending) - self._LIMIT
+        for index, entry in enumerate(self.pending):
+            bound = self._bind(entry)
+            line = entry.frame.f_lineno or 0
+            running = entry.first <= line <= entry.last
+            if not (bound or final or index < overflow or not running):
+                keep.append(entry)
+        self.pending = keep
+
+    def _bind(self, entry: _Pending) -> bool:
+        try:
+            scope = entry.frame.f_locals
+        except Exception:  # pragma: no cover - a frame whose locals cannot be read
+            return False
+        found = False
+        for name in entry.names:
+            tensor_id = self.find(scope.get(name))
+            if tensor_id is not None and tensor_id in entry.outputs:
+                self.names.setdefault(tensor_id, name)
+                found = True
+        return found
+
+    def finish(self) -> dict[str, str]:
+        """Settle every statement still waiting, drop the frames, return the names."""
+        self.settle(final=True)
+        self.pending = []
+        return self.names
 
 
 def prime(name: str, count: int) -> str:

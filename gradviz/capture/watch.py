@@ -29,7 +29,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from gradviz.capture._interrupts import deferred_interrupts
-from gradviz.capture.names import assignment_targets, prime
+from gradviz.capture.names import Bindings, prime
 from gradviz.capture.trace import Params, trace
 from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
 from gradviz.model.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
@@ -48,6 +48,9 @@ _OWN_FILES = frozenset(
     + [os.path.dirname(_HERE.rstrip(os.sep)) + os.sep + "objects.py"]  # the public wrappers
 )
 _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
+_NN_INIT = os.path.join(os.path.dirname(torch.nn.__file__), "init.py")
+# the methods that build a module and fill its parameters (in place, before any lesson)
+_BUILDERS = frozenset(("__init__", "reset_parameters", "_reset_parameters", "_init_weights"))
 
 # every watch() block running now, in any thread; a block sees only its own thread
 _ACTIVE: list[Watch] = []
@@ -110,6 +113,23 @@ def _op_name(func: Any) -> str:
     return str(getattr(func, "__name__", None) or repr(func))
 
 
+def _building_a_module() -> bool:
+    """True inside ``nn.Module`` construction or ``torch.nn.init``: weight initialisation
+    is not part of the forward pass, and its in-place fills would mark every fresh
+    parameter as changed in place."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == _NN_INIT:
+            return True
+        if code.co_name in _BUILDERS and code.co_argcount:
+            owner = frame.f_locals.get(code.co_varnames[0])
+            if isinstance(owner, torch.nn.Module):
+                return True
+        frame = frame.f_back
+    return False
+
+
 class _Mode(TorchFunctionMode):
     def __init__(self, owner: Watch) -> None:
         super().__init__()
@@ -124,7 +144,7 @@ class _Mode(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name == "__get__":
+        if name == "__get__" or _building_a_module():
             return func(*args, **kwargs)
         if name == "__set__":
             out = func(*args, **kwargs)
@@ -182,7 +202,11 @@ class Watch:
         self._stack: list[tuple[int, torch.nn.Module]] = []
         self._module_paths: dict[int, str] = {}
         self._module_refs: dict[int, weakref.ref[torch.nn.Module]] = {}
-        self._op_frames: list[tuple[int, str, int]] = []  # (frame id, filename, lineno)
+        self._bindings = Bindings(self._find_any)
+        self._module_names: dict[int, str] = {}  # id(top-level module) -> its variable
+        # tensor id -> (its grad_fn's sequence number, output_nr, device), for naming
+        # tensors that are freed before the trace (the locals of a function that returned)
+        self._grad_edges: dict[str, tuple[int, int, str]] = {}
         self._roots_by_name: dict[str, torch.Tensor] = {}
         self._closed = False
         self._thread: int | None = None  # the thread that entered the block
@@ -296,7 +320,10 @@ class Watch:
         item.grad_fn = None if tensor.grad_fn is None else type(tensor.grad_fn).__name__
 
     # -- what the mode and hooks report ------------------------------------------------------
-    def _source(self) -> tuple[SourceLine | None, int]:
+    def _find_any(self, value: object) -> str | None:
+        return self._registry.find(value) if isinstance(value, torch.Tensor) else None
+
+    def _source(self) -> tuple[SourceLine | None, FrameType | None]:
         frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
@@ -306,19 +333,19 @@ class Watch:
                 break
             frame = frame.f_back
         if frame is None:
-            return None, 0
+            return None, None
         lineno = frame.f_lineno or 0
         filename = frame.f_code.co_filename
         text = linecache.getline(filename, lineno, frame.f_globals).strip()
         line = SourceLine(filename, lineno, frame.f_code.co_name, text)
-        return line, id(frame)
+        return line, frame
 
-    def _append(self, op: FOp, frame_id: int) -> None:
+    def _append(self, op: FOp, frame: FrameType | None) -> None:
         self.forward.ops.append(op)
-        line = op.line
-        self._op_frames.append(
-            (frame_id, line.filename if line else "", line.lineno if line else -1)
-        )
+        if frame is not None and op.line is not None and op.kind != "requires_grad":
+            self._bindings.saw(frame, op.line.lineno, op.outputs)
+        else:
+            self._bindings.settle()
 
     def _op(
         self,
@@ -364,6 +391,10 @@ class Watch:
                 scalar, text = _scalar_text(value)
                 args_out.append(Arg(position, value=scalar, text=text))
         output_ids = [self._tensor_id(t, index) for t in outputs]
+        for tensor, tensor_id in zip(outputs, output_ids, strict=True):
+            if tensor.grad_fn is not None:
+                edge = (int(tensor.grad_fn._sequence_nr()), int(tensor.output_nr))
+                self._grad_edges[tensor_id] = (*edge, str(tensor.device))
         for tensor, tensor_id in zip(inputs + outputs, input_ids + output_ids, strict=True):
             self._refresh(tensor_id, tensor)
         kind = "op"
@@ -377,7 +408,7 @@ class Watch:
             kind = "factory"
         elif any(_is_view_of(t, inputs) for t in outputs):
             kind = "view"
-        line, frame_id = self._source()
+        line, frame = self._source()
         self._append(
             FOp(
                 index=index,
@@ -400,7 +431,7 @@ class Watch:
                 line=line,
                 module=self._stack[-1][0] if self._stack else None,
             ),
-            frame_id,
+            frame,
         )
 
     def _requires_grad_set(self, tensor: torch.Tensor, value: bool) -> None:
@@ -408,7 +439,7 @@ class Watch:
         tensor_id = self._tensor_id(tensor, None)
         self._refresh(tensor_id, tensor)
         seq = _get_sequence_nr()
-        line, frame_id = self._source()
+        line, frame = self._source()
         self._append(
             FOp(
                 index=index,
@@ -427,7 +458,7 @@ class Watch:
                 line=line,
                 module=self._stack[-1][0] if self._stack else None,
             ),
-            frame_id,
+            frame,
         )
 
     def _pre_hook(self, module: torch.nn.Module, inputs: Any) -> None:
@@ -440,6 +471,8 @@ class Watch:
 
     def _enter_module(self, module: torch.nn.Module) -> None:
         parent = self._stack[-1] if self._stack else None
+        if parent is None and id(module) not in self._module_names:
+            self._module_names[id(module)] = self._variable_for(module)
         path = self._module_paths.get(id(module))
         if path is None:
             path = ""
@@ -512,39 +545,40 @@ class Watch:
             item.name = name if priority == 0 else prime(name, count)
             item.name_source = sources[priority]
 
+    def _variable_for(self, module: torch.nn.Module) -> str:
+        """The name the user's code calls ``module`` by (``model``), else its type name."""
+        _, frame = self._source()
+        try:
+            if frame is not None:
+                for name, value in frame.f_locals.items():
+                    if value is module and not name.startswith("_"):
+                        return str(name)
+            return type(module).__name__
+        finally:
+            del frame
+
     def _parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """Parameters by module path; a path that would read like a number or a bare
+        ``weight`` (``2.bias``) is qualified by the module's variable: ``model.2.bias``."""
+        roots: list[torch.nn.Module] = []
         if self.model is not None:
-            yield from self.model.named_parameters()
-            return
-        for index, ref in self._module_refs.items():
-            module = ref()
-            if module is None or self.forward.modules[index].depth != 0:
-                continue
-            yield from module.named_parameters()
+            roots = [self.model]
+        else:
+            for index, ref in self._module_refs.items():
+                module = ref()
+                if module is not None and self.forward.modules[index].depth == 0:
+                    roots.append(module)
+        for module in roots:
+            owner = self._module_names.get(id(module)) or type(module).__name__
+            for path, tensor in module.named_parameters():
+                head = path.split(".", 1)[0]
+                yield (f"{owner}.{path}" if head.isdigit() or "." not in path else path), tensor
 
     def _assignment_names(self, candidates: dict[str, tuple[int, str]]) -> None:
-        """The last op of each run of ops on one line produced what the line assigns."""
-        frames = self._op_frames
-        for index, (frame_id, filename, lineno) in enumerate(frames):
-            if not filename or lineno < 0:
-                continue
-            if index + 1 < len(frames) and frames[index + 1] == (frame_id, filename, lineno):
-                continue
-            op = self.forward.ops[index]
-            if op.kind in ("requires_grad",):
-                continue
-            targets = assignment_targets(filename, lineno)
-            if targets is None:
-                continue
-            if isinstance(targets, str):
-                pairs = [(op.outputs[0], targets)] if len(op.outputs) == 1 else []
-            elif len(targets) == len(op.outputs):
-                pairs = [(t, n) for t, n in zip(op.outputs, targets, strict=True) if n]
-            else:
-                pairs = []
-            for tensor_id, name in pairs:
-                if tensor_id not in candidates and not name.startswith("_"):
-                    candidates[tensor_id] = (3, name)
+        """Each tensor the user's code bound to a plain name, in any frame (Bindings)."""
+        for tensor_id, name in self._bindings.finish().items():
+            if tensor_id not in candidates and not name.startswith("_"):
+                candidates[tensor_id] = (3, name)
 
     # -- results ------------------------------------------------------------------------------
     def tensor(self, tensor_id: str) -> torch.Tensor | None:
@@ -586,12 +620,18 @@ class Watch:
         names: Mapping[str, torch.Tensor] | None = None,
     ) -> Graph:
         """``gradviz.trace`` with the watched names, constants and forward ops attached."""
-        from gradviz.capture.link import link
-
         self._check_done()
         graph = trace(*roots, params=self._params(params), names=self._merged_names(names))
-        graph.forward = link(graph, self.forward, self._registry.find, names)
+        self._link(graph, names)
         return graph
+
+    def _link(self, graph: Graph, names: Mapping[str, torch.Tensor] | None) -> None:
+        """Attach the forward pass, with the named tensors that were freed meanwhile."""
+        from gradviz.capture.link import link, name_freed
+
+        freed = name_freed(graph, self.forward, self._grad_edges, self._registry.get)
+        graph.forward = link(graph, self.forward, self._registry.find, names)
+        graph.forward.tensor_links.update(freed)
 
     def record(
         self,
@@ -605,7 +645,6 @@ class Watch:
         A failing backward raises ``BackwardFailed`` as ``record()`` does; its
         ``recording.graph.forward`` is linked too, for ``gradviz.explain_inplace``.
         """
-        from gradviz.capture.link import link
         from gradviz.capture.record import record
 
         self._check_done()
@@ -615,11 +654,9 @@ class Watch:
         except BackwardFailed as failed:
             failed_recording = failed.recording
             if isinstance(failed_recording, Recording):
-                failed_recording.graph.forward = link(
-                    failed_recording.graph, self.forward, self._registry.find, names
-                )
+                self._link(failed_recording.graph, names)
             raise
-        recording.graph.forward = link(recording.graph, self.forward, self._registry.find, names)
+        self._link(recording.graph, names)
         return recording
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from gradviz.model.forward import FOp, Forward, FTensor
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
-from gradviz.model.values import Role
+from gradviz.model.values import Role, Summary
 from gradviz.render.dot import (
     RenderOptions,
     _attrs,
@@ -127,6 +127,9 @@ class _Writer(_DotWriter):
         }
         self.cluster_lines: dict[int | None, list[str]] = defaultdict(list)
         self.node_group: dict[str, str] = {}  # backward node id -> collapsed box name
+        # the versions an op of the watched code made in place; any other version is how
+        # the tensor was when the code first used it (a parameter after its initialisation)
+        self.bumped = {(b.tensor, b.after) for op in data.ops for b in op.bumps}
 
     # -- the whole picture ------------------------------------------------------------------
     def write(self) -> str:
@@ -429,12 +432,11 @@ class _Writer(_DotWriter):
         whole = self.data.label(tensor.id)
         title = html_text(whole)
         text = f"<B>{title}</B>" if tensor.name else f"<I>{title}</I>"
-        if made.version:
+        changed = (tensor.id, made.version) in self.bumped
+        if changed:
             text += f' <FONT POINT-SIZE="9">v{made.version}</FONT>'
         if self.options.shapes and tensor.data is not None:
-            value = tensor.data.text(40) if made.version == 0 else "changed in place"
-            if tensor.data.shape and made.version == 0:
-                value = tensor.data.shape_text() + (f" {value}" if tensor.data.complete else "")
+            value = "changed in place" if changed else box_value(tensor.data)
             text += f'<BR/><FONT POINT-SIZE="9">{html_text(value, None)}</FONT>'
         line = f"  {made.name} " + _attrs(
             id=f"{self.prefix}_{made.name}",
@@ -607,6 +609,15 @@ class _Writer(_DotWriter):
                     )
                     + ";"
                 )
+
+
+def box_value(data: Summary) -> str:
+    """A forward box's second line: the shape apart from the values, ``shape 3 · [1, 2, 3]``
+    (a bare ``3 [1, 2, 3]`` reads as four numbers); a scalar is just its value."""
+    if not data.shape:
+        return data.text(40)
+    shape = f"shape {data.shape_text()}"
+    return f"{shape} · {data.text(40)}" if data.complete else shape
 
 
 def _named(record: TensorRecord, data: Forward) -> TensorRecord:
