@@ -263,3 +263,25 @@ def test_nested_module_paths_stay_as_torch_names_them() -> None:
         net(torch.ones(2)).sum()
     names = {t.name for t in w.forward.tensors if t.name}
     assert {"fc1.weight", "fc1.bias", "hidden"} <= names
+
+
+def test_a_loop_variable_does_not_name_a_layers_bias() -> None:
+    layer = torch.nn.Linear(2, 2)
+    with gradviz.watch() as w:
+        total = torch.tensor(0.0)
+        for param in [layer.bias]:
+            total = total + param.sum()
+    names = {t.name for t in w.forward.tensors if t.name}
+    assert "layer.bias" in names and "param" not in names
+    graph = w.trace(total)
+    assert {t.name for t in graph.tensors} == {"layer.bias", "total′"}  # no unused weight
+    assert w.names()["total′"] is total
+
+
+def test_forward_boxes_keep_shape_and_values_apart() -> None:
+    with gradviz.watch() as w:
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = (x * 2).sum()
+    dot = w.trace(y).to_dot(view="forward")
+    assert "shape 3 · [1, 2, 3]" in dot
+    assert ">3 [1, 2, 3]<" not in dot

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
-__all__ = ["Bindings", "assignment_targets", "prime"]
+__all__ = ["Bindings", "assignment_targets", "loop_variables", "prime"]
 
 _COMPOUND = (
     ast.For,
@@ -81,6 +81,23 @@ def assignment_targets(filename: str, lineno: int) -> list[str | None] | str | N
     if isinstance(statement, ast.AnnAssign | ast.AugAssign):
         return _names(statement.target)
     return None
+
+
+def loop_variables(filename: str) -> frozenset[str]:
+    """The names ``for`` loops in the file bind (``for param in model.parameters()``): a
+    loop variable is left holding its last item, which is no name for that tensor."""
+    lines = linecache.getlines(filename)
+    try:
+        tree = ast.parse("".join(lines)) if lines else None
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is None:
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            found.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+    return frozenset(found)
 
 
 def _flat(targets: list[str | None] | str | None) -> tuple[str, ...]:

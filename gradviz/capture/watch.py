@@ -29,7 +29,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from gradviz.capture._interrupts import deferred_interrupts
-from gradviz.capture.names import Bindings, prime
+from gradviz.capture.names import Bindings, loop_variables, prime
 from gradviz.capture.trace import Params, trace
 from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
 from gradviz.model.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
@@ -204,6 +204,8 @@ class Watch:
         self._module_refs: dict[int, weakref.ref[torch.nn.Module]] = {}
         self._bindings = Bindings(self._find_any)
         self._module_names: dict[int, str] = {}  # id(top-level module) -> its variable
+        # modules the caller holds in variables at the end of the block, by that variable
+        self._local_modules: list[tuple[str, weakref.ref[torch.nn.Module]]] = []
         # tensor id -> (its grad_fn's sequence number, output_nr, device), for naming
         # tensors that are freed before the trace (the locals of a function that returned)
         self._grad_edges: dict[str, tuple[int, int, str]] = {}
@@ -529,13 +531,19 @@ class Watch:
 
         for name, tensor in self.explicit.items():
             offer(tensor, name, 0)
+        self._local_modules = [
+            (name, weakref.ref(value))
+            for name, value in list(caller.f_locals.items())
+            if isinstance(value, torch.nn.Module) and not name.startswith("_")
+        ]
         for path, tensor in self._parameters():
             offer(tensor, path, 1, extend=False)
+        loops = loop_variables(caller.f_code.co_filename)
         for name, value in list(caller.f_locals.items()):
-            if not name.startswith("_"):
-                offer(value, name, 2, extend=False)
+            if not name.startswith("_"):  # a loop variable names only what nothing else does
+                offer(value, name, 4 if name in loops else 2, extend=False)
         self._assignment_names(candidates)
-        sources = {0: "names", 1: "param", 2: "locals", 3: "assign"}
+        sources = {0: "names", 1: "param", 2: "locals", 3: "assign", 4: "locals"}
         taken: dict[str, int] = {}
         order = sorted(candidates.items(), key=lambda item: (item[1][0] != 0, int(item[0][1:])))
         for tensor_id, (priority, name) in order:
@@ -573,11 +581,19 @@ class Watch:
             for path, tensor in module.named_parameters():
                 head = path.split(".", 1)[0]
                 yield (f"{owner}.{path}" if head.isdigit() or "." not in path else path), tensor
+        if self.model is None:  # layers the code used without calling them: layer.bias
+            for name, ref in self._local_modules:
+                held = ref()
+                if held is not None and all(held is not root for root in roots):
+                    for path, tensor in held.named_parameters():
+                        if self._registry.find(tensor) is not None:  # only what ran
+                            yield f"{name}.{path}", tensor
 
     def _assignment_names(self, candidates: dict[str, tuple[int, str]]) -> None:
         """Each tensor the user's code bound to a plain name, in any frame (Bindings)."""
         for tensor_id, name in self._bindings.finish().items():
-            if tensor_id not in candidates and not name.startswith("_"):
+            current = candidates.get(tensor_id)
+            if (current is None or current[0] > 3) and not name.startswith("_"):
                 candidates[tensor_id] = (3, name)
 
     # -- results ------------------------------------------------------------------------------
