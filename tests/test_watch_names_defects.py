@@ -285,3 +285,33 @@ def test_forward_boxes_keep_shape_and_values_apart() -> None:
     dot = w.trace(y).to_dot(view="forward")
     assert "shape 3 · [1, 2, 3]" in dot
     assert ">3 [1, 2, 3]<" not in dot
+
+
+# -- named off-graph inputs: their None slots say whose they are --------------------------
+def test_none_slots_of_named_constants_carry_the_name_in_every_view() -> None:
+    w, k = _ten_ops_in("cell")
+    graph = w.trace(k)
+    for view in ("backward", "combined"):
+        dot = graph.to_dot(view=view)
+        # e = c * d and g = f * e: d and f are off the graph, each leaves one None slot
+        assert dot.count("None · d<") == 1 and dot.count("None · f<") == 1, view
+    none_slots = [e for e in graph.edges if e.dst is None]
+    assert len(none_slots) == 2
+
+
+def test_a_linear_layers_off_graph_inputs_link_to_their_none_slots() -> None:
+    layer = torch.nn.Linear(4, 2)
+    layer.weight.requires_grad_(False)
+    x = torch.ones(4)
+    with gradviz.watch() as w:
+        out = layer(x * 2).sum()
+    graph = w.trace(out)
+    dot = graph.to_dot(view="combined")
+    addmm = next(n for n in graph.nodes if n.type_name == "AddmmBackward0")
+    slots = [e.slot for e in graph.out_edges(addmm.id) if e.dst is None]
+    assert len(slots) == 2  # the input and the frozen weight
+    links = [line for line in dot.splitlines() if "gv_constlink" in line]
+    assert len(links) == 2
+    assert "None · layer.weight<" in dot
+    weight_slot = f"c_{addmm.id}_{slots[-1]}"  # addmm(bias, input, weight.t()): mat2 last
+    assert any(weight_slot in line and "None · layer.weight" in line for line in dot.splitlines())

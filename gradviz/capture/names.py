@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
@@ -30,24 +31,39 @@ _COMPOUND = (
     ast.Match,
 )
 
-_PARSED: dict[tuple[str, int], list[ast.stmt] | None] = {}
+_PARSED: dict[tuple[str, int], tuple[list[ast.stmt], frozenset[str]] | None] = {}
+# Python 3.11's ast.parse is not safe in two threads at once (watch() blocks in threads)
+_PARSE_LOCK = threading.Lock()
 
 
-def _statements(filename: str) -> list[ast.stmt] | None:
+def _parsed(filename: str) -> tuple[list[ast.stmt], frozenset[str]] | None:
+    """The file's simple statements and its loop variables, parsed once per version."""
     lines = linecache.getlines(filename)
     if not lines:
         return None
     key = (filename, hash("".join(lines)))
-    if key in _PARSED:
+    with _PARSE_LOCK:
+        if key in _PARSED:
+            return _PARSED[key]
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError, RecursionError):
+            _PARSED[key] = None
+            return None
+        statements: list[ast.stmt] = []
+        loops: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND):
+                statements.append(node)
+            if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+                loops.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        _PARSED[key] = (statements, frozenset(loops))
         return _PARSED[key]
-    try:
-        tree = ast.parse("".join(lines))
-    except (SyntaxError, ValueError):
-        _PARSED[key] = None
-        return None
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not isinstance(n, _COMPOUND)]
-    _PARSED[key] = found
-    return found
+
+
+def _statements(filename: str) -> list[ast.stmt] | None:
+    parsed = _parsed(filename)
+    return None if parsed is None else parsed[0]
 
 
 def _statement_at(filename: str, lineno: int) -> ast.stmt | None:
@@ -86,18 +102,8 @@ def assignment_targets(filename: str, lineno: int) -> list[str | None] | str | N
 def loop_variables(filename: str) -> frozenset[str]:
     """The names ``for`` loops in the file bind (``for param in model.parameters()``): a
     loop variable is left holding its last item, which is no name for that tensor."""
-    lines = linecache.getlines(filename)
-    try:
-        tree = ast.parse("".join(lines)) if lines else None
-    except (SyntaxError, ValueError):
-        tree = None
-    if tree is None:
-        return frozenset()
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
-            found.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
-    return frozenset(found)
+    parsed = _parsed(filename)
+    return frozenset() if parsed is None else parsed[1]
 
 
 def _flat(targets: list[str | None] | str | None) -> tuple[str, ...]:
