@@ -315,3 +315,17 @@ def test_a_linear_layers_off_graph_inputs_link_to_their_none_slots() -> None:
     assert "None · layer.weight<" in dot
     weight_slot = f"c_{addmm.id}_{slots[-1]}"  # addmm(bias, input, weight.t()): mat2 last
     assert any(weight_slot in line and "None · layer.weight" in line for line in dot.splitlines())
+
+
+# -- the narration tells nodes of one type apart -------------------------------------------
+def test_narration_says_which_of_several_mul_nodes_a_gradient_goes_to() -> None:
+    from gradviz.explain import narrate
+
+    w, k = _ten_ops_in("cell")
+    recording = w.record(k)
+    words = [narrate(recording, index) for index in range(len(recording.steps))]
+    muls = [n for n in recording.graph.nodes if n.type_name == "MulBackward0"]
+    assert len(muls) == 3
+    text = " ".join(words)
+    assert "to MulBackward0 " not in text.replace("to MulBackward0 (", "")
+    assert "to MulBackward0 (g)" in text and "to MulBackward0 (e)" in text
