@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import torch
+from test_notebooks import kernel_name  # noqa: F401  # a kernelspec for this interpreter
 
 import gradviz
 from gradviz.watch import _ACTIVE
@@ -202,7 +203,7 @@ def test_a_loop_inside_a_function_names_each_value_too() -> None:
 
 
 @pytest.mark.slow
-def test_a_real_notebook_names_what_its_cells_assign(tmp_path: Any) -> None:
+def test_a_real_notebook_names_what_its_cells_assign(kernel_name: str) -> None:  # noqa: F811
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     cells = [
@@ -213,7 +214,7 @@ def test_a_real_notebook_names_what_its_cells_assign(tmp_path: Any) -> None:
         "print(sorted(t.name for t in w.forward.tensors if t.name))",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name=kernel_name).execute()
     printed = notebook.cells[-1].outputs[0]["text"]
     assert eval(printed) == sorted([*TEN, "u", "u′", "u″"])
 
