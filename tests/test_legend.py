@@ -82,3 +82,28 @@ def test_big_gradients_edge_notation_is_explained_where_it_appears() -> None:
     assert "‖" in dot and "shape ‖norm‖" in dot
     small = gradviz.record(torch.tensor(2.0, requires_grad=True) * 3)
     assert "shape ‖norm‖" not in gradviz.render.to_dot(small.graph, replay_options(small))
+
+
+def _nested_text(values: list[object]) -> str:
+    from gradviz.graph import format_number
+
+    if isinstance(values, list):
+        return "[" + ", ".join(_nested_text(v) for v in values) + "]"
+    return format_number(float(values))
+
+
+def test_the_side_panel_keeps_a_matrix_gradient_in_rows_as_the_narration_does() -> None:
+    from gradviz.explain import describe_step, narrate
+
+    A = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    recording = gradviz.record((A * 1).mean(), names={"A": A})
+    plain = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (plain * 1).mean().backward()
+    assert plain.grad is not None
+    expected = _nested_text(plain.grad.tolist())  # [[0.25, 0.25], [0.25, 0.25]]
+    last = len(recording) - 1  # AccumulateGrad(A)
+    panel = describe_step(recording, last)
+    assert panel["received"] == [expected]
+    assert expected in narrate(recording, last)
+    mul = describe_step(recording, last - 1)
+    assert mul["sent"][0]["value"] == expected
