@@ -107,3 +107,16 @@ def test_the_side_panel_keeps_a_matrix_gradient_in_rows_as_the_narration_does() 
     assert expected in narrate(recording, last)
     mul = describe_step(recording, last - 1)
     assert mul["sent"][0]["value"] == expected
+
+
+def test_labels_keep_shape_apart_from_values_and_a_matrix_in_rows() -> None:
+    A = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    recording = gradviz.record((A * 1).mean(), names={"A": A})
+    dot = gradviz.render.to_dot(recording.graph, replay_options(recording))
+    assert _nested_text(A.tolist()) == "[[1, 2], [3, 4]]"
+    assert "shape 2×2 · [[1, 2], [3, 4]]" in dot and "2×2 [1, 2, 3, 4]" not in dot
+    plain = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (plain * 1).mean().backward()
+    assert plain.grad is not None
+    edge = _nested_text(plain.grad.tolist())
+    assert f"label=<{edge}>" in dot or f">{edge}<" in dot, "the edges carry the rows too"

@@ -4,6 +4,7 @@ picture where the stepper widget cannot run, with and without saved widget state
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from test_notebooks import kernel_name  # noqa: F401  # a kernelspec for this interpreter
@@ -63,3 +64,50 @@ def test_the_static_picture_is_marked_for_the_live_widget_to_hide(executed: obje
     assert outputs.index(fallback[0]) < outputs.index(widget[0])
     model_id = widget[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
     assert f'data-gv-fallback="gv-{model_id}"' in fallback[0]["data"]["text/html"]
+
+
+@pytest.mark.browser
+def test_the_live_widget_hides_only_its_own_static_picture(tmp_path: Path) -> None:
+    """stepper.js's anywidget entry point, run in Chromium with a stand-in model."""
+    import json
+
+    import torch
+
+    import gradviz
+    from gradviz.html import asset_text, stepper_payload
+    from tests.browser_support import chromium, open_local
+
+    A = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    recording = gradviz.record((A * 1).mean(), names={"A": A})
+    payload = stepper_payload(recording)
+    state = {**payload, "step": len(recording), "view": "backward", "fallback": "gv-mine"}
+    module = asset_text("stepper.js").replace("export default { render };", "")
+    state_json = json.dumps(state).replace("</", "<\\/")
+    page_text = f"""<!doctype html><meta charset="utf-8"><body>
+<div class="gv-static" data-gv-fallback="gv-mine">mine</div>
+<div class="gv-static" data-gv-fallback="gv-other">other</div>
+<div id="el"></div>
+<script type="application/json" id="state">{state_json}</script>
+<script type="module">
+{module}
+const state = JSON.parse(document.getElementById("state").textContent);
+const model = {{
+  get: (key) => state[key], set: (key, value) => {{ state[key] = value; }},
+  save_changes() {{}}, on() {{}}, off() {{}},
+}};
+render({{ model, el: document.getElementById("el") }});
+window.mounted = true;
+</script>"""
+    path = tmp_path / "widget.html"
+    path.write_text(page_text, encoding="utf-8")
+    with chromium(tmp_path / "profile") as context:
+        page, _, errors = open_local(context, path)
+        page.wait_for_function("window.mounted === true", timeout=30_000)
+        hidden = page.eval_on_selector_all(
+            ".gv-static", "els => els.map(e => getComputedStyle(e).display === 'none')"
+        )
+        panel = page.inner_text(".gv-panel")
+        page.screenshot(path=str(tmp_path / "widget.png"))
+    assert errors == []
+    assert hidden == [True, False]
+    assert "[[0.25, 0.25], [0.25, 0.25]]" in panel

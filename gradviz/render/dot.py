@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from gradviz.escape import MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
+from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
@@ -325,7 +326,8 @@ def _value_line(record: TensorRecord) -> str:
     assert record.data is not None
     if record.data.shape == ():
         return record.data.text()
-    return f"{record.data.shape_text()} {record.data.text(40)}"
+    shape = f"shape {record.data.shape_text()}"  # apart from the values: not '3 [1, 2, 3]'
+    return f"{shape} · {shaped_text(record.data, 40)}"
 
 
 def _tensor_table(record: TensorRecord, shapes: bool) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gradviz.model.forward import FOp, Forward, FTensor
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
+from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role, Summary
 from gradviz.render.dot import (
     RenderOptions,
@@ -649,7 +650,7 @@ def box_value(data: Summary) -> str:
     if not data.shape:
         return data.text(40)
     shape = f"shape {data.shape_text()}"
-    return f"{shape} · {data.text(40)}" if data.complete else shape
+    return f"{shape} · {shaped_text(data, 40)}" if data.complete else shape
 
 
 def _named(record: TensorRecord, data: Forward) -> TensorRecord:
