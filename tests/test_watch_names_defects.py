@@ -330,3 +330,17 @@ def test_narration_says_which_of_several_mul_nodes_a_gradient_goes_to() -> None:
     text = " ".join(words)
     assert "to MulBackward0 " not in text.replace("to MulBackward0 (", "")
     assert "to MulBackward0 (g)" in text and "to MulBackward0 (e)" in text
+
+
+def test_a_factory_tensor_nothing_uses_or_names_is_not_drawn() -> None:
+    layer = torch.nn.Linear(2, 1)
+    with gradviz.watch() as w:
+        layer.bias = torch.nn.Parameter(torch.tensor([0.5]))  # the factory's tensor is wrapped
+        x = torch.ones(2)
+        out = layer(x).sum()
+    factories = [op for op in w.forward.ops if op.kind == "factory"]
+    assert [op.name for op in factories] == ["tensor", "ones"]
+    dot = w.trace(out).to_dot(view="forward")
+    unused = factories[0].outputs[0]
+    assert f"  {unused} [" not in dot  # no box tied to nothing
+    assert "<B>x</B>" in dot and "layer.bias" in dot

@@ -274,11 +274,15 @@ class _Writer(_DotWriter):
             ids = {"id": f"{self.prefix}_fe_{src}_{dst}"}  # the stepper reveals it by id
             edges.append(f"  {src} -> {dst} {_attrs(**ids, **attributes)};")
 
+        used = {a.tensor for op in data.ops for a in op.inputs if a.tensor is not None}
         for op in data.ops:
             cluster, collapsed = self._group(op.module)
             if op.kind == "factory":
                 for tensor_id, version in zip(op.outputs, op.output_versions, strict=True):
-                    box(tensor_id, version, cluster)
+                    if tensor_id in used or data.tensor(tensor_id).name:
+                        box(tensor_id, version, cluster)
+                    # else: made and never used, nor named (the data of an nn.Parameter):
+                    # a box tied to nothing
                 continue
             if collapsed is not None:
                 name = f"m{collapsed}"
