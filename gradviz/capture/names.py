@@ -106,6 +106,32 @@ def loop_variables(filename: str) -> frozenset[str]:
     return frozenset() if parsed is None else parsed[1]
 
 
+# (filename, lineno) -> (the linecache lines it was read from, (first, last, names) or None)
+_AT: dict[tuple[str, int], tuple[list[str], tuple[int, int, tuple[str, ...]] | None]] = {}
+
+
+def _assignment(filename: str, lineno: int) -> tuple[int, int, tuple[str, ...]] | None:
+    """The lines of the assignment at ``filename:lineno`` and every plain name it binds
+    (``a = b = x * 2`` binds both), remembered while linecache holds the same source."""
+    lines = linecache.getlines(filename)
+    hit = _AT.get((filename, lineno))
+    if hit is not None and hit[0] is lines:
+        return hit[1]
+    statement = _statement_at(filename, lineno)
+    names: tuple[str, ...] = ()
+    if isinstance(statement, ast.Assign):
+        names = tuple(n for target in statement.targets for n in _flat(_names(target)))
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        names = _flat(_names(statement.target))
+    found = None
+    if statement is not None and names:
+        found = (statement.lineno, statement.end_lineno or statement.lineno, names)
+    if len(_AT) > 50_000:  # a long session of notebook cells
+        _AT.clear()
+    _AT[(filename, lineno)] = (lines, found)
+    return found
+
+
 def _flat(targets: list[str | None] | str | None) -> tuple[str, ...]:
     if targets is None:
         return ()
@@ -146,13 +172,10 @@ class Bindings:
         self.settle()
         if not outputs:
             return
-        filename = frame.f_code.co_filename
-        statement = _statement_at(filename, lineno)
-        names = _flat(assignment_targets(filename, lineno))
-        if statement is None or not names:
-            return
-        last = statement.end_lineno or statement.lineno
-        self.pending.append(_Pending(frame, statement.lineno, last, names, frozenset(outputs)))
+        found = _assignment(frame.f_code.co_filename, lineno)
+        if found is not None:
+            first, last, names = found
+            self.pending.append(_Pending(frame, first, last, names, frozenset(outputs)))
 
     def settle(self, final: bool = False) -> None:
         """Name what is bound now; forget statements that have run to their end."""
