@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import gradviz
-import gradviz.render
-from gradviz.lessons import lesson
-from gradviz.replay import replay_options
-from gradviz.theme import THEMES
+from gradviz.render.theme import THEMES
+from gradviz.render.views import to_dot
+from gradviz.replay.frames import replay_options
+from gradviz.teaching.lessons import lesson
 
 _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 _LOOK = ("style", "fillcolor", "color", "fontcolor", "penwidth")
@@ -78,14 +78,14 @@ def test_big_gradients_edge_notation_is_explained_where_it_appears() -> None:
     x = torch.randn(40, 2, requires_grad=True)
     loss = (x * 3).sum()
     recording = gradviz.record(loss, names={"x": x})
-    dot = gradviz.render.to_dot(recording.graph, replay_options(recording))
+    dot = to_dot(recording.graph, replay_options(recording))
     assert "‖" in dot and "shape ‖norm‖" in dot
     small = gradviz.record(torch.tensor(2.0, requires_grad=True) * 3)
-    assert "shape ‖norm‖" not in gradviz.render.to_dot(small.graph, replay_options(small))
+    assert "shape ‖norm‖" not in to_dot(small.graph, replay_options(small))
 
 
 def _nested_text(values: list[object]) -> str:
-    from gradviz.graph import format_number
+    from gradviz.model.values import format_number
 
     if isinstance(values, list):
         return "[" + ", ".join(_nested_text(v) for v in values) + "]"
@@ -93,7 +93,7 @@ def _nested_text(values: list[object]) -> str:
 
 
 def test_the_side_panel_keeps_a_matrix_gradient_in_rows_as_the_narration_does() -> None:
-    from gradviz.explain import describe_step, narrate
+    from gradviz.explain.steps import describe_step, narrate
 
     A = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     recording = gradviz.record((A * 1).mean(), names={"A": A})
@@ -112,7 +112,7 @@ def test_the_side_panel_keeps_a_matrix_gradient_in_rows_as_the_narration_does() 
 def test_labels_keep_shape_apart_from_values_and_a_matrix_in_rows() -> None:
     A = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     recording = gradviz.record((A * 1).mean(), names={"A": A})
-    dot = gradviz.render.to_dot(recording.graph, replay_options(recording))
+    dot = to_dot(recording.graph, replay_options(recording))
     assert _nested_text(A.tolist()) == "[[1, 2], [3, 4]]"
     assert "shape 2×2 · [[1, 2], [3, 4]]" in dot and "2×2 [1, 2, 3, 4]" not in dot
     plain = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)

@@ -74,8 +74,8 @@ def test_the_live_widget_hides_only_its_own_static_picture(tmp_path: Path) -> No
     import torch
 
     import gradviz
-    from gradviz.html import asset_text, stepper_payload
-    from tests.browser_support import chromium, open_local
+    from gradviz.stepper.page import asset_text, stepper_payload
+    from tests.support.browser import chromium, open_local
 
     A = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     recording = gradviz.record((A * 1).mean(), names={"A": A})

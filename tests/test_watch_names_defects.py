@@ -16,7 +16,7 @@ import torch
 from test_notebooks import kernel_name  # noqa: F401  # a kernelspec for this interpreter
 
 import gradviz
-from gradviz.watch import _ACTIVE
+from gradviz.capture.watch import _ACTIVE
 
 
 # -- watch() belongs to the thread that entered it ----------------------------------------
@@ -320,7 +320,7 @@ def test_a_linear_layers_off_graph_inputs_link_to_their_none_slots() -> None:
 
 # -- the narration tells nodes of one type apart -------------------------------------------
 def test_narration_says_which_of_several_mul_nodes_a_gradient_goes_to() -> None:
-    from gradviz.explain import narrate
+    from gradviz.explain.steps import narrate
 
     w, k = _ten_ops_in("cell")
     recording = w.record(k)
