@@ -10,13 +10,62 @@ switched on later) and to the innermost module holding every node that feeds int
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gradviz.escape import utf8
 from gradviz.model.forward import Forward
-from gradviz.model.graph import Graph
+from gradviz.model.graph import Graph, TensorRecord
 
-__all__ = ["link"]
+__all__ = ["link", "name_freed"]
+
+
+def name_freed(
+    graph: Graph,
+    forward: Forward,
+    grad_edges: Mapping[str, tuple[int, int, str]],
+    alive: Callable[[str], Any],
+) -> dict[str, str]:
+    """Add a tensor record for each named tensor freed before the trace (the locals of a
+    function that has returned) whose grad_fn is on the graph: its name stays on the
+    picture. Returns graph tensor id -> forward tensor id for the records added."""
+    nodes = {node.sequence_nr: node.id for node in graph.nodes if not node.is_accumulate_grad}
+    taken = {(t.node_id, t.output_nr) for t in graph.tensors if t.name}
+    names = {t.name for t in graph.tensors if t.name}
+    added: dict[str, str] = {}
+    for item in forward.tensors:
+        edge = grad_edges.get(item.id)
+        if edge is None or not item.name or item.name in names or item.name_source == "param":
+            continue
+        node_id = nodes.get(edge[0])
+        if node_id is None or (node_id, edge[1]) in taken or alive(item.id) is not None:
+            continue
+        record_id = f"t{len(graph.tensors)}"
+        graph.tensors.append(
+            TensorRecord(
+                id=record_id,
+                name=item.name,
+                shape=item.shape,
+                dtype=item.dtype,
+                device=edge[2],
+                requires_grad=item.requires_grad,
+                is_leaf=item.is_leaf,
+                version=item.version or 0,
+                grad_fn=item.grad_fn,
+                data=item.data,
+                grad=None,
+                role=item.role,
+                node_id=node_id,
+                output_nr=edge[1],
+            )
+        )
+        taken.add((node_id, edge[1]))
+        names.add(item.name)
+        added[record_id] = item.id
+    if added:  # the id prefix covers the tensor records, as Graph() computes it
+        graph.prefix = "g" + hashlib.sha1(utf8(graph._structure_key())).hexdigest()[:8]
+    return added
 
 
 def link(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, TracebackType
@@ -30,7 +31,7 @@ from torch.overrides import TorchFunctionMode
 from gradviz.analysis.inplace import explain_in_message
 from gradviz.capture._interrupts import deferred_interrupts
 from gradviz.capture._own_ops import running as own_ops_running
-from gradviz.capture.names import assignment_targets, prime
+from gradviz.capture.names import Bindings, loop_variables, prime
 from gradviz.capture.trace import Params, trace
 from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
 from gradviz.model.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
@@ -49,11 +50,16 @@ _OWN_FILES = frozenset(
     + [os.path.dirname(_HERE.rstrip(os.sep)) + os.sep + "objects.py"]  # the public wrappers
 )
 _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
+_NN_INIT = os.path.join(os.path.dirname(torch.nn.__file__), "init.py")
+# the methods that build a module and fill its parameters (in place, before any lesson)
+_BUILDERS = frozenset(("__init__", "reset_parameters", "_reset_parameters", "_init_weights"))
 
+# every watch() block running now, in any thread; a block sees only its own thread
 _ACTIVE: list[Watch] = []
 # the watches that ended, newest last (weakly): explain_inplace finds the one that saw the
 # tensors of a backward that failed outside gradviz
 _FINISHED: list[weakref.ref[Watch]] = []
+_ACTIVE_LOCK = threading.Lock()
 
 _get_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 
@@ -112,6 +118,23 @@ def _op_name(func: Any) -> str:
     return str(getattr(func, "__name__", None) or repr(func))
 
 
+def _building_a_module() -> bool:
+    """True inside ``nn.Module`` construction or ``torch.nn.init``: weight initialisation
+    is not part of the forward pass, and its in-place fills would mark every fresh
+    parameter as changed in place."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == _NN_INIT:
+            return True
+        if code.co_name in _BUILDERS and code.co_argcount:
+            owner = frame.f_locals.get(code.co_varnames[0])
+            if isinstance(owner, torch.nn.Module):
+                return True
+        frame = frame.f_back
+    return False
+
+
 class _Mode(TorchFunctionMode):
     def __init__(self, owner: Watch) -> None:
         super().__init__()
@@ -128,7 +151,7 @@ class _Mode(TorchFunctionMode):
         if own_ops_running():  # gradviz's own work (record() inside the block)
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name == "__get__":
+        if name == "__get__" or _building_a_module():
             return func(*args, **kwargs)
         if name == "__set__":
             out = func(*args, **kwargs)
@@ -186,21 +209,32 @@ class Watch:
         self._stack: list[tuple[int, torch.nn.Module]] = []
         self._module_paths: dict[int, str] = {}
         self._module_refs: dict[int, weakref.ref[torch.nn.Module]] = {}
-        self._op_frames: list[tuple[int, str, int]] = []  # (frame id, filename, lineno)
+        self._bindings = Bindings(self._find_any)
+        self._module_names: dict[int, str] = {}  # id(top-level module) -> its variable
+        # modules the caller holds in variables at the end of the block, by that variable
+        self._local_modules: list[tuple[str, weakref.ref[torch.nn.Module]]] = []
+        # tensor id -> (its grad_fn's sequence number, output_nr, device), for naming
+        # tensors that are freed before the trace (the locals of a function that returned)
+        self._grad_edges: dict[str, tuple[int, int, str]] = {}
         self._roots_by_name: dict[str, torch.Tensor] = {}
         self._closed = False
+        self._thread: int | None = None  # the thread that entered the block
         if model is not None:
             self._module_paths = {id(m): path for path, m in model.named_modules()}
 
     # -- entering and leaving ---------------------------------------------------------------
     def __enter__(self) -> Watch:
-        if _ACTIVE:
+        """Start watching this thread: the torch-function mode is thread-local in PyTorch,
+        and the global module hooks skip calls made in other threads."""
+        thread = threading.get_ident()
+        if any(active._thread == thread for active in _ACTIVE):
             raise WatchNestingError(
-                "gradviz.watch() is already active: nested watch blocks are not supported. "
-                "Use one block around the whole forward pass."
+                "gradviz.watch() is already active in this thread: nested watch blocks are "
+                "not supported. Use one block around the whole forward pass."
             )
         if self._closed:
             raise GradvizError("this watch() was used already; start a new gradviz.watch()")
+        self._thread = thread
         module_hooks = torch.nn.modules.module
         mode = _Mode(self)
         entered = False
@@ -212,7 +246,8 @@ class Watch:
                     module_hooks.register_module_forward_pre_hook(self._pre_hook),
                     module_hooks.register_module_forward_hook(self._post_hook),
                 ]
-                _ACTIVE.append(self)
+                with _ACTIVE_LOCK:
+                    _ACTIVE.append(self)
                 self._mode = mode
                 mode.__enter__()  # type: ignore[no-untyped-call]
                 entered = True
@@ -244,8 +279,9 @@ class Watch:
                 handle.remove()
             self._handles = []
             self._mode = None
-            if self in _ACTIVE:
-                _ACTIVE.remove(self)
+            with _ACTIVE_LOCK:
+                if self in _ACTIVE:
+                    _ACTIVE.remove(self)
             self._closed = True
             _FINISHED[:] = [ref for ref in _FINISHED if ref() is not None]
             _FINISHED.append(weakref.ref(self))
@@ -295,7 +331,10 @@ class Watch:
         item.grad_fn = None if tensor.grad_fn is None else type(tensor.grad_fn).__name__
 
     # -- what the mode and hooks report ------------------------------------------------------
-    def _source(self) -> tuple[SourceLine | None, int]:
+    def _find_any(self, value: object) -> str | None:
+        return self._registry.find(value) if isinstance(value, torch.Tensor) else None
+
+    def _source(self) -> tuple[SourceLine | None, FrameType | None]:
         frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
@@ -305,19 +344,19 @@ class Watch:
                 break
             frame = frame.f_back
         if frame is None:
-            return None, 0
+            return None, None
         lineno = frame.f_lineno or 0
         filename = frame.f_code.co_filename
         text = linecache.getline(filename, lineno, frame.f_globals).strip()
         line = SourceLine(filename, lineno, frame.f_code.co_name, text)
-        return line, id(frame)
+        return line, frame
 
-    def _append(self, op: FOp, frame_id: int) -> None:
+    def _append(self, op: FOp, frame: FrameType | None) -> None:
         self.forward.ops.append(op)
-        line = op.line
-        self._op_frames.append(
-            (frame_id, line.filename if line else "", line.lineno if line else -1)
-        )
+        if frame is not None and op.line is not None and op.kind != "requires_grad":
+            self._bindings.saw(frame, op.line.lineno, op.outputs)
+        else:
+            self._bindings.settle()
 
     def _op(
         self,
@@ -363,6 +402,10 @@ class Watch:
                 scalar, text = _scalar_text(value)
                 args_out.append(Arg(position, value=scalar, text=text))
         output_ids = [self._tensor_id(t, index) for t in outputs]
+        for tensor, tensor_id in zip(outputs, output_ids, strict=True):
+            if tensor.grad_fn is not None:
+                edge = (int(tensor.grad_fn._sequence_nr()), int(tensor.output_nr))
+                self._grad_edges[tensor_id] = (*edge, str(tensor.device))
         for tensor, tensor_id in zip(inputs + outputs, input_ids + output_ids, strict=True):
             self._refresh(tensor_id, tensor)
         kind = "op"
@@ -376,7 +419,7 @@ class Watch:
             kind = "factory"
         elif any(_is_view_of(t, inputs) for t in outputs):
             kind = "view"
-        line, frame_id = self._source()
+        line, frame = self._source()
         self._append(
             FOp(
                 index=index,
@@ -399,7 +442,7 @@ class Watch:
                 line=line,
                 module=self._stack[-1][0] if self._stack else None,
             ),
-            frame_id,
+            frame,
         )
 
     def _requires_grad_set(self, tensor: torch.Tensor, value: bool) -> None:
@@ -407,7 +450,7 @@ class Watch:
         tensor_id = self._tensor_id(tensor, None)
         self._refresh(tensor_id, tensor)
         seq = _get_sequence_nr()
-        line, frame_id = self._source()
+        line, frame = self._source()
         self._append(
             FOp(
                 index=index,
@@ -426,17 +469,21 @@ class Watch:
                 line=line,
                 module=self._stack[-1][0] if self._stack else None,
             ),
-            frame_id,
+            frame,
         )
 
     def _pre_hook(self, module: torch.nn.Module, inputs: Any) -> None:
-        self._guard(self._enter_module, module)
+        if threading.get_ident() == self._thread:  # module hooks are process-global
+            self._guard(self._enter_module, module)
 
     def _post_hook(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
-        self._guard(self._leave_module, module)
+        if threading.get_ident() == self._thread:
+            self._guard(self._leave_module, module)
 
     def _enter_module(self, module: torch.nn.Module) -> None:
         parent = self._stack[-1] if self._stack else None
+        if parent is None and id(module) not in self._module_names:
+            self._module_names[id(module)] = self._variable_for(module)
         path = self._module_paths.get(id(module))
         if path is None:
             path = ""
@@ -493,13 +540,19 @@ class Watch:
 
         for name, tensor in self.explicit.items():
             offer(tensor, name, 0)
+        self._local_modules = [
+            (name, weakref.ref(value))
+            for name, value in list(caller.f_locals.items())
+            if isinstance(value, torch.nn.Module) and not name.startswith("_")
+        ]
         for path, tensor in self._parameters():
             offer(tensor, path, 1, extend=False)
+        loops = loop_variables(caller.f_code.co_filename)
         for name, value in list(caller.f_locals.items()):
-            if not name.startswith("_"):
-                offer(value, name, 2, extend=False)
+            if not name.startswith("_"):  # a loop variable names only what nothing else does
+                offer(value, name, 4 if name in loops else 2, extend=False)
         self._assignment_names(candidates)
-        sources = {0: "names", 1: "param", 2: "locals", 3: "assign"}
+        sources = {0: "names", 1: "param", 2: "locals", 3: "assign", 4: "locals"}
         taken: dict[str, int] = {}
         order = sorted(candidates.items(), key=lambda item: (item[1][0] != 0, int(item[0][1:])))
         for tensor_id, (priority, name) in order:
@@ -509,39 +562,48 @@ class Watch:
             item.name = name if priority == 0 else prime(name, count)
             item.name_source = sources[priority]
 
+    def _variable_for(self, module: torch.nn.Module) -> str:
+        """The name the user's code calls ``module`` by (``model``), else its type name."""
+        _, frame = self._source()
+        try:
+            if frame is not None:
+                for name, value in frame.f_locals.items():
+                    if value is module and not name.startswith("_"):
+                        return str(name)
+            return type(module).__name__
+        finally:
+            del frame
+
     def _parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """Parameters by module path; a path that would read like a number or a bare
+        ``weight`` (``2.bias``) is qualified by the module's variable: ``model.2.bias``."""
+        roots: list[torch.nn.Module] = []
         if self.model is not None:
-            yield from self.model.named_parameters()
-            return
-        for index, ref in self._module_refs.items():
-            module = ref()
-            if module is None or self.forward.modules[index].depth != 0:
-                continue
-            yield from module.named_parameters()
+            roots = [self.model]
+        else:
+            for index, ref in self._module_refs.items():
+                module = ref()
+                if module is not None and self.forward.modules[index].depth == 0:
+                    roots.append(module)
+        for module in roots:
+            owner = self._module_names.get(id(module)) or type(module).__name__
+            for path, tensor in module.named_parameters():
+                head = path.split(".", 1)[0]
+                yield (f"{owner}.{path}" if head.isdigit() or "." not in path else path), tensor
+        if self.model is None:  # layers the code used without calling them: layer.bias
+            for name, ref in self._local_modules:
+                held = ref()
+                if held is not None and all(held is not root for root in roots):
+                    for path, tensor in held.named_parameters():
+                        if self._registry.find(tensor) is not None:  # only what ran
+                            yield f"{name}.{path}", tensor
 
     def _assignment_names(self, candidates: dict[str, tuple[int, str]]) -> None:
-        """The last op of each run of ops on one line produced what the line assigns."""
-        frames = self._op_frames
-        for index, (frame_id, filename, lineno) in enumerate(frames):
-            if not filename or lineno < 0:
-                continue
-            if index + 1 < len(frames) and frames[index + 1] == (frame_id, filename, lineno):
-                continue
-            op = self.forward.ops[index]
-            if op.kind in ("requires_grad",):
-                continue
-            targets = assignment_targets(filename, lineno)
-            if targets is None:
-                continue
-            if isinstance(targets, str):
-                pairs = [(op.outputs[0], targets)] if len(op.outputs) == 1 else []
-            elif len(targets) == len(op.outputs):
-                pairs = [(t, n) for t, n in zip(op.outputs, targets, strict=True) if n]
-            else:
-                pairs = []
-            for tensor_id, name in pairs:
-                if tensor_id not in candidates and not name.startswith("_"):
-                    candidates[tensor_id] = (3, name)
+        """Each tensor the user's code bound to a plain name, in any frame (Bindings)."""
+        for tensor_id, name in self._bindings.finish().items():
+            current = candidates.get(tensor_id)
+            if (current is None or current[0] > 3) and not name.startswith("_"):
+                candidates[tensor_id] = (3, name)
 
     # -- results ------------------------------------------------------------------------------
     def tensor(self, tensor_id: str) -> torch.Tensor | None:
@@ -583,12 +645,18 @@ class Watch:
         names: Mapping[str, torch.Tensor] | None = None,
     ) -> Graph:
         """``gradviz.trace`` with the watched names, constants and forward ops attached."""
-        from gradviz.capture.link import link
-
         self._check_done()
         graph = trace(*roots, params=self._params(params), names=self._merged_names(names))
-        graph.forward = link(graph, self.forward, self._registry.find, names)
+        self._link(graph, names)
         return graph
+
+    def _link(self, graph: Graph, names: Mapping[str, torch.Tensor] | None) -> None:
+        """Attach the forward pass, with the named tensors that were freed meanwhile."""
+        from gradviz.capture.link import link, name_freed
+
+        freed = name_freed(graph, self.forward, self._grad_edges, self._registry.get)
+        graph.forward = link(graph, self.forward, self._registry.find, names)
+        graph.forward.tensor_links.update(freed)
 
     def record(
         self,
@@ -602,7 +670,6 @@ class Watch:
         A failing backward raises ``BackwardFailed`` as ``record()`` does; its
         ``recording.graph.forward`` is linked too, for ``gradviz.explain_inplace``.
         """
-        from gradviz.capture.link import link
         from gradviz.capture.record import record
 
         self._check_done()
@@ -612,12 +679,10 @@ class Watch:
         except BackwardFailed as failed:
             failed_recording = failed.recording
             if isinstance(failed_recording, Recording):
-                failed_recording.graph.forward = link(
-                    failed_recording.graph, self.forward, self._registry.find, names
-                )
+                self._link(failed_recording.graph, names)
                 explain_in_message(failed)
             raise
-        recording.graph.forward = link(recording.graph, self.forward, self._registry.find, names)
+        self._link(recording.graph, names)
         return recording
 
 

@@ -13,7 +13,7 @@ from gradviz.explain.text import (
     Tensor,
     _as_tensor,
 )
-from gradviz.model.graph import Edge, Graph
+from gradviz.model.graph import Edge, Graph, Node
 from gradviz.model.recording import Recording, Step
 from gradviz.model.values import Role, Summary, format_number
 
@@ -44,8 +44,20 @@ def _target(graph: Graph, edge: Edge) -> str:
         name = _leaf_name(graph, node.id)
         return f"AccumulateGrad({name})" if name else "AccumulateGrad"
     if graph.is_multi_output(node.id):
-        return f"{node.type_name} output {edge.input_nr}"
-    return node.type_name
+        return f"{_which(graph, node)} output {edge.input_nr}"
+    return _which(graph, node)
+
+
+def _which(graph: Graph, node: Node) -> str:
+    """A node's type, told apart from others of its type by the tensor it made (``
+    MulBackward0 (e)``) or its rank among them (``MulBackward0 (#2)``)."""
+    same = [n.id for n in graph.nodes if n.type_name == node.type_name]
+    if len(same) < 2:
+        return node.type_name
+    named = [t.name for t in graph.tensors_at(node.id) if t.name and not t.is_leaf]
+    if named:
+        return f"{node.type_name} ({named[0]})"
+    return f"{node.type_name} (#{same.index(node.id) + 1})"
 
 
 def _same_storage(a: object, b: object) -> bool | None:

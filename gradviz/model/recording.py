@@ -15,6 +15,7 @@ import torch
 
 from gradviz.model.graph import Graph
 from gradviz.model.summarize import summarize
+from gradviz.model.value_rows import rows_text, shaped_text
 from gradviz.model.values import Summary
 
 if TYPE_CHECKING:
@@ -38,13 +39,19 @@ def as_summary(value: GradValue) -> Summary:
 
 
 def value_text(value: GradValue | None, max_chars: int = 40) -> str:
-    """How a gradient reads in a panel: '18', '[1, 2]', or 'min … · max … · mean …'."""
-    return "None" if value is None else as_summary(value).text(max_chars)
+    """How a gradient reads in a panel: '18', '[1, 2]', '[[1, 2], [3, 4]]' (a matrix keeps
+    its rows, as the narration shows it), or 'min … · max … · mean …'."""
+    return "None" if value is None else shaped_text(as_summary(value), max_chars)
 
 
 def short_text(value: GradValue | None) -> str:
     """How a gradient reads on an edge: '18', '[1, 2]', or '16×2 ‖0.21‖'."""
-    return "None" if value is None else as_summary(value).short()
+    if value is None:
+        return "None"
+    summary = as_summary(value)
+    if summary.numel <= 4:  # what Summary.short shows as values: keep a matrix's rows
+        return rows_text(summary) or summary.short()
+    return summary.short()
 
 
 @dataclass(frozen=True)

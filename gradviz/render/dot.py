@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from gradviz.escape import MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
+from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
@@ -111,13 +112,10 @@ class _DotWriter:
 
     # -- pieces --------------------------------------------------------------------------
     def _style(self, style: RoleStyle, *extra: str) -> dict[str, str]:
-        words = ["filled", *[w for w in style.border_style.split(",") if w], *extra]
-        return {
-            "style": ",".join(words),
-            "fillcolor": style.fill,
-            "color": style.border,
-            "fontcolor": style.text,
-        }
+        attributes = role_attributes(style)
+        del attributes["shape"]  # each caller sets its own (the same box)
+        attributes["style"] = ",".join([attributes["style"], *extra])
+        return attributes
 
     def _node(self, node: Node) -> None:
         rows = [f"<B>{html_text(node.type_name)}</B>"]
@@ -263,31 +261,73 @@ class _DotWriter:
             self.lines.append(f"  {record.id} -> {record.node_id} {link};")
 
     def _legend(self) -> None:
-        cells = []
-        for role, style in self.theme.legend():
-            border = "4" if role is Role.LEAF else "1"
-            cells.append(
-                f'<TD BGCOLOR="{style.fill}" COLOR="{style.border}" BORDER="{border}">'
-                f'<FONT COLOR="{style.text}" POINT-SIZE="9">{html_text(style.legend)}</FONT></TD>'
-            )
-        table = (
-            '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="4" CELLPADDING="4"><TR>'
-            + "".join(cells)
-            + "</TR></TABLE>>"
-        )
+        """One sample per role, drawn with the very attributes that role's boxes get
+        (``role_attributes``), so the legend cannot promise a look the nodes lack."""
+        legend_id = f"{self.prefix}_legend"
         self.lines.append(
-            "  legend "
-            + _attrs(id=f"{self.prefix}_legend", class_="gv_legend", shape="plaintext", label=table)
-            + ";"
+            f"  subgraph cluster_legend {{ id={dot_quote(legend_id)} "
+            'class="gv_legend" label="" style="rounded" color="#d0d0d0" margin=6'
         )
-        self.lines.append("  {rank=sink; legend;}")
+        names = []
+        for role, style in self.theme.legend():
+            name = f"legend_{role.value}"
+            names.append(name)
+            text = f'<<FONT POINT-SIZE="9">{html_text(style.legend)}</FONT>>'
+            self.lines.append(
+                f"    {name} "
+                + _attrs(
+                    id=f"{legend_id}_{role.value}",
+                    class_=f"gv_legend_item gv_{role.value}",
+                    label=text,
+                    height=0.3,
+                    **role_attributes(style),
+                )
+                + ";"
+            )
+        labels = [*self.options.edge_labels.values(), *self.options.link_labels.values()]
+        if any("‖" in text for text in labels):  # a gradient too big to show, in short
+            names.append("legend_edges")
+            note = "edge: its gradient, or shape ‖norm‖ when big (4×2 ‖0.36‖)"
+            self.lines.append(
+                "    legend_edges "
+                + _attrs(
+                    id=f"{legend_id}_edges",
+                    class_="gv_legend_item",
+                    shape="plaintext",
+                    label=f'<<FONT POINT-SIZE="9">{html_text(note)}</FONT>>',
+                    fontcolor=self.theme.edge_label,
+                )
+                + ";"
+            )
+        self.lines.append("    {rank=same; " + "; ".join(names) + ";}")
+        if len(names) > 1:
+            chain = " -> ".join(names)
+            self.lines.append(f"    {chain} [style=invis];")
+        self.lines.append("  }")
+
+
+def role_attributes(style: RoleStyle) -> dict[str, str]:
+    """How a box of a role is drawn: its shape, style words, colours and pen width. Nodes
+    and the legend both take it from here; "bold" is a pen twice the default, so it shows."""
+    words = ["filled", *[w for w in style.border_style.split(",") if w]]
+    attributes = {
+        "shape": "box",
+        "style": ",".join(words),
+        "fillcolor": style.fill,
+        "color": style.border,
+        "fontcolor": style.text,
+    }
+    if "bold" in words:
+        attributes["penwidth"] = "2.8"
+    return attributes
 
 
 def _value_line(record: TensorRecord) -> str:
     assert record.data is not None
     if record.data.shape == ():
         return record.data.text()
-    return f"{record.data.shape_text()} {record.data.text(40)}"
+    shape = f"shape {record.data.shape_text()}"  # apart from the values: not '3 [1, 2, 3]'
+    return f"{shape} · {shaped_text(record.data, 40)}"
 
 
 def _tensor_table(record: TensorRecord, shapes: bool) -> str:

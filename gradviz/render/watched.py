@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from gradviz.model.forward import FOp, Forward, FTensor
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
-from gradviz.model.values import Role
+from gradviz.model.value_rows import shaped_text
+from gradviz.model.values import Role, Summary
 from gradviz.render.dot import (
     RenderOptions,
     _attrs,
@@ -85,8 +86,7 @@ def forward_aware_dot(graph: Graph, options: RenderOptions) -> str:
         return _Writer(graph, options, graph.forward, forward=True, backward=False).write()
     if options.view == "combined" and graph.forward is not None:
         return _Writer(graph, options, graph.forward, forward=True, backward=True).write()
-    grouping = options.modules or options.collapse_depth is not None
-    if not options.marks and (graph.forward is None or not grouping):
+    if not options.marks and graph.forward is None:
         return _DotWriter(graph, options).write()
     empty = graph.forward or Forward()
     return _Writer(graph, options, empty, forward=False, backward=True).write()
@@ -127,6 +127,10 @@ class _Writer(_DotWriter):
         }
         self.cluster_lines: dict[int | None, list[str]] = defaultdict(list)
         self.node_group: dict[str, str] = {}  # backward node id -> collapsed box name
+        # the versions an op of the watched code made in place; any other version is how
+        # the tensor was when the code first used it (a parameter after its initialisation)
+        self.bumped = {(b.tensor, b.after) for op in data.ops for b in op.bumps}
+        self.offgraph: dict[tuple[str, int], tuple[str, int]] = {}
 
     # -- the whole picture ------------------------------------------------------------------
     def write(self) -> str:
@@ -159,7 +163,7 @@ class _Writer(_DotWriter):
         if wanted:
             self.lines.append("  }")
 
-    def _edge(self, edge: Edge) -> None:
+    def _edge_drawn(self, edge: Edge) -> None:
         """Backward edges; beside the forward pass they point up, as in the lessons."""
         before = len(self.lines)
         super()._edge(edge)
@@ -270,11 +274,15 @@ class _Writer(_DotWriter):
             ids = {"id": f"{self.prefix}_fe_{src}_{dst}"}  # the stepper reveals it by id
             edges.append(f"  {src} -> {dst} {_attrs(**ids, **attributes)};")
 
+        used = {a.tensor for op in data.ops for a in op.inputs if a.tensor is not None}
         for op in data.ops:
             cluster, collapsed = self._group(op.module)
             if op.kind == "factory":
                 for tensor_id, version in zip(op.outputs, op.output_versions, strict=True):
-                    box(tensor_id, version, cluster)
+                    if tensor_id in used or data.tensor(tensor_id).name:
+                        box(tensor_id, version, cluster)
+                    # else: made and never used, nor named (the data of an nn.Parameter):
+                    # a box tied to nothing
                 continue
             if collapsed is not None:
                 name = f"m{collapsed}"
@@ -429,12 +437,11 @@ class _Writer(_DotWriter):
         whole = self.data.label(tensor.id)
         title = html_text(whole)
         text = f"<B>{title}</B>" if tensor.name else f"<I>{title}</I>"
-        if made.version:
+        changed = (tensor.id, made.version) in self.bumped
+        if changed:
             text += f' <FONT POINT-SIZE="9">v{made.version}</FONT>'
         if self.options.shapes and tensor.data is not None:
-            value = tensor.data.text(40) if made.version == 0 else "changed in place"
-            if tensor.data.shape and made.version == 0:
-                value = tensor.data.shape_text() + (f" {value}" if tensor.data.complete else "")
+            value = "changed in place" if changed else box_value(tensor.data)
             text += f'<BR/><FONT POINT-SIZE="9">{html_text(value, None)}</FONT>'
         line = f"  {made.name} " + _attrs(
             id=f"{self.prefix}_{made.name}",
@@ -471,6 +478,7 @@ class _Writer(_DotWriter):
             del self.lines[before:]
             self.cluster_lines[cluster].extend(self._mark(w, node.id) for w in written)
         self._emit_clusters("b")
+        self.offgraph = self._offgraph_args()
         merged: dict[tuple[str, str], list[Edge]] = {}
         for edge in self.graph.edges:
             src = self.node_group.get(edge.src)
@@ -576,37 +584,77 @@ class _Writer(_DotWriter):
                         return node.id, False
         return None, False
 
+    def _offgraph_args(self) -> dict[tuple[str, int], tuple[str, int]]:
+        """(node id, slot) of each None slot -> the off-graph tensor input (id, version)
+        that left it: an op's None slots and its off-graph tensor inputs, in order."""
+        found: dict[tuple[str, int], tuple[str, int]] = {}
+        for op in self.data.ops:
+            if op.seq_end <= op.seq_start:
+                continue
+            nodes: list[Node] = [  # the op's nodes (linear: AddmmBackward0, ViewBackward0)
+                self.nodes_by_seq[seq]
+                for seq in range(op.seq_start, op.seq_end)
+                if seq in self.nodes_by_seq
+            ]
+            if not nodes or any(node.id in self.node_group for node in nodes):
+                continue
+            constants = [
+                (a.tensor, a.version or 0)
+                for a in op.inputs
+                if a.tensor is not None and not self.data.tensor(a.tensor).requires_grad
+            ]
+            slots = [e for n in nodes for e in self.graph.out_edges(n.id) if e.dst is None]
+            if constants and len(slots) == len(constants):
+                for slot_edge, arg in zip(slots, constants, strict=True):
+                    found[(slot_edge.src, slot_edge.slot)] = arg
+        return found
+
+    def _edge(self, edge: Edge) -> None:
+        """A None slot left by a named off-graph input says whose it is: ``None · d``."""
+        before = len(self.lines)
+        self._edge_drawn(edge)
+        if edge.dst is not None:
+            return
+        arg = self.offgraph.get((edge.src, edge.slot))
+        name = None if arg is None else self.data.tensor(arg[0]).name
+        if not name:
+            return
+        marker = '<FONT POINT-SIZE="9">None</FONT>'
+        for index in range(before, len(self.lines)):
+            if marker in self.lines[index]:
+                text = f"None · {html_text(name)}"
+                self.lines[index] = self.lines[index].replace(
+                    marker, f'<FONT POINT-SIZE="9">{text}</FONT>', 1
+                )
+                break
+
     def _constant_links(self, boxes: dict[tuple[str, int], _Box]) -> None:
         """An off-graph tensor input left a None slot in its op's node: link the two."""
-        for op in self.data.ops:
-            tensor_args = [a for a in op.inputs if a.tensor is not None]
-            seqs = [s for s in op.grad_fn_seqs if s is not None]
-            if not seqs or len(op.outputs) != 1:
+        for (src, slot), arg in self.offgraph.items():
+            made = boxes.get(arg)
+            if made is None:
                 continue
-            node: Node | None = self.nodes_by_seq.get(seqs[0])
-            if node is None or node.id in self.node_group:
-                continue
-            out = self.graph.out_edges(node.id)
-            if len(out) != len(tensor_args):
-                continue
-            for slot_edge, arg in zip(out, tensor_args, strict=True):
-                if slot_edge.dst is not None or arg.tensor is None:
-                    continue
-                made = boxes.get((arg.tensor, arg.version or 0))
-                if made is None:
-                    continue
-                self.lines.append(
-                    f"  {made.name} -> c_{slot_edge.src}_{slot_edge.slot} "
-                    + _attrs(
-                        id=f"{self.prefix}_k_{slot_edge.src}_{slot_edge.slot}",
-                        class_="gv_constlink",
-                        style="dotted",
-                        arrowhead="none",
-                        constraint="false",
-                        color=self.theme.constant.border,
-                    )
-                    + ";"
+            self.lines.append(
+                f"  {made.name} -> c_{src}_{slot} "
+                + _attrs(
+                    id=f"{self.prefix}_k_{src}_{slot}",
+                    class_="gv_constlink",
+                    style="dotted",
+                    arrowhead="none",
+                    constraint="false",
+                    color=self.theme.constant.border,
                 )
+                + ";"
+            )
+
+
+def box_value(data: Summary) -> str:
+    """A forward box's second line: the shape apart from the values, ``shape 3 · [1, 2, 3]``
+    (a bare ``3 [1, 2, 3]`` reads as four numbers); a scalar is just its value."""
+    if not data.shape:
+        return data.text(40)
+    shape = f"shape {data.shape_text()}"
+    return f"{shape} · {shaped_text(data, 40)}" if data.complete else shape
 
 
 def _named(record: TensorRecord, data: Forward) -> TensorRecord:

@@ -16,6 +16,7 @@ as one box, ``"modules"`` draws them as clusters; clicking a box in the browser 
 
 from __future__ import annotations
 
+import html
 import operator
 from typing import Any
 
@@ -62,6 +63,8 @@ class Stepper(anywidget.AnyWidget):
     svgs = traitlets.Dict().tag(sync=True)
     data = traitlets.Dict().tag(sync=True)
     css = traitlets.Dict().tag(sync=True)
+    # the token of the static picture published beside the widget (see _repr_mimebundle_)
+    fallback = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
         self,
@@ -152,12 +155,43 @@ class Stepper(anywidget.AnyWidget):
         return step_svg(self.recording, self.step, **{**self._options, **view_options(self.view)})
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The widget view, plus a static final step for places where widgets do not run."""
+        """The widget view, plus a static final step for places where widgets do not run.
+
+        Inside a kernel the static step is its own output, published just before the
+        widget's: an HTML export (nbconvert) of a notebook saved with widget state picks
+        the widget view over any ``text/html`` beside it in the same output, and draws
+        nothing without the widget's JavaScript. The live widget hides that output.
+        """
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
         data, metadata = bundle
         data = dict(data)
         data["text/plain"] = f"Stepper over {self.recording!r}"
-        data["text/html"] = static_html(self.recording, **self._options)
+        static = static_html(self.recording, **self._options)
+        if _publish_fallback(self, static):
+            data.pop("text/html", None)
+        else:
+            data["text/html"] = static
         return data, metadata
+
+
+def _publish_fallback(stepper: Stepper, static: str) -> bool:
+    """Publish ``static`` as an output of its own when a kernel runs us; True if it did."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import publish_display_data
+    except ImportError:  # pragma: no cover - anywidget depends on IPython
+        return False
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    if not stepper.fallback:
+        stepper.fallback = f"gv-{stepper.model_id}"
+    token = html.escape(stepper.fallback, quote=True)
+    marked = static.replace(
+        '<div class="gv-static">', f'<div class="gv-static" data-gv-fallback="{token}">', 1
+    )
+    shown = {"text/html": marked, "text/plain": "(gradviz: the final step)"}
+    publish_display_data(shown)  # type: ignore[no-untyped-call]
+    return True
