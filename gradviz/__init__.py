@@ -16,6 +16,7 @@ from gradviz.errors import (
     GradvizWarning,
     GraphFreed,
     GraphvizNotFound,
+    InvalidInput,
     NotOnGraph,
     WatchNestingError,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "HookChange",
     "InplaceFinding",
     "InplaceReport",
+    "InvalidInput",
     "ModuleScope",
     "Node",
     "NotOnGraph",

@@ -8,6 +8,7 @@ __all__ = [
     "GradvizWarning",
     "GraphFreed",
     "GraphvizNotFound",
+    "InvalidInput",
     "NotOnGraph",
     "WatchNestingError",
 ]
@@ -27,6 +28,11 @@ class GradvizError(Exception):
 
 class GradvizWarning(UserWarning):
     """Something worked, but not the way the user probably expects."""
+
+
+class InvalidInput(GradvizError, ValueError):
+    """A theme or a loaded ``.json`` holds a value gradviz will not draw; the message names
+    the field and what it must be."""
 
 
 class NotOnGraph(GradvizError, TypeError):
