@@ -28,7 +28,7 @@ from gradviz.errors import GradvizError, InvalidInput
 from gradviz.render.backend import run_dot
 from gradviz.stepper.page import replay_html, stepper_payload
 from gradviz.teaching.lessons import lesson
-from tests.inert_support import assert_inert_page, assert_inert_payload, assert_inert_svg
+from tests.support.inert import assert_inert_page, assert_inert_payload, assert_inert_svg
 
 Path_ = tuple[str | int, ...]
 

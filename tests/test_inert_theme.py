@@ -24,7 +24,7 @@ import gradviz
 from gradviz.errors import GradvizError, InvalidInput
 from gradviz.render.theme import DEFAULT, THEMES, RoleStyle, StepStyle, Theme
 from gradviz.stepper.page import replay_html, static_html, stepper_payload
-from tests.inert_support import assert_inert_page, assert_inert_payload, assert_inert_svg
+from tests.support.inert import assert_inert_page, assert_inert_payload, assert_inert_svg
 
 INJECTIONS = [
     '"><script>alert(1)</script>',

@@ -29,7 +29,7 @@ from gradviz.escape import (
 )
 from gradviz.render.dot import MAX_FOLDED_LINES
 from gradviz.stepper.page import stepper_payload
-from tests.inert_support import assert_inert_payload, assert_inert_svg
+from tests.support.inert import assert_inert_payload, assert_inert_svg
 
 LONG_NAMES = {
     "e-acute": "é" * 10_000,

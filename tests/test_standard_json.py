@@ -21,7 +21,7 @@ import torch
 import gradviz
 from gradviz import Graph, Summary
 from gradviz.stepper.page import replay_html
-from tests.inert_support import refuse_constant
+from tests.support.inert import refuse_constant
 
 
 def nonfinite_recording() -> gradviz.Recording:
