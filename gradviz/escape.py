@@ -21,7 +21,6 @@ __all__ = [
     "MAX_DOT_STRING_BYTES",
     "MAX_HTML_TEXT_BYTES",
     "MAX_LABEL_CHARS",
-    "dot_id",
     "dot_quote",
     "float_from_json",
     "html_text",
@@ -124,29 +123,6 @@ def html_text(text: object, limit: int | None = MAX_LABEL_CHARS) -> str:
 # what one character costs once escaped, where that is more than its UTF-8
 _HTML_COST = {"&": 5, "<": 4, ">": 4, '"': 6, "'": 6}
 _DOT_COST = {'"': 2, "\\": 2}
-
-
-# What may stand unquoted in DOT as a node name: a plain identifier that is no DOT keyword
-# (nor the legend's own name); every id gradviz makes ('n3', 't0', 'f12') is one.
-_DOT_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_DOT_KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict", "legend"))
-
-
-def dot_id(text: object) -> str:
-    """``text`` when it can stand as a DOT node name as it is; else ``InvalidInput``.
-
-    The DOT writers put ids unquoted (and re-read their own DOT line by line), so an id
-    is only let through when it is inert by its form: no quoting rule is relied on."""
-    if type(text) is not str or _DOT_ID.fullmatch(text) is None or text.lower() in _DOT_KEYWORDS:
-        from gradviz.errors import InvalidInput
-
-        shown = repr(text)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise InvalidInput(
-            f"the graph holds the id {shown}, which gradviz does not draw: ids are letters, "
-            "digits and '_' (as trace() makes them, 'n3', 't0')"
-        )
-    return text
 
 
 def dot_quote(text: str) -> str:

@@ -266,9 +266,10 @@ class Graph:
     def from_dict(cls, data: Mapping[str, Any]) -> Graph:
         """A graph from ``to_dict()`` data, checked field by field first (it may come from
         anyone): a fault raises ``gradviz.InvalidInput`` naming the field."""
+        from gradviz.model.forward import FORWARD_FORMAT
         from gradviz.model.validate_json import check_graph_data
 
-        check_graph_data(data)
+        check_graph_data(data, JSON_FORMAT, FORWARD_FORMAT)
         graph = cls(
             nodes=[Node.from_dict(n) for n in data["nodes"]],
             edges=[Edge.from_dict(e) for e in data["edges"]],

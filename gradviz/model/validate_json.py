@@ -248,14 +248,13 @@ def _refers(value: Any, where: str, known: set[str] | range, what: str) -> None:
         raise _fail(where, f"the {what} of an entry in this file", value)
 
 
-def check_graph_data(data: Any) -> None:
+def check_graph_data(data: Any, graph_format: str, forward_format: str) -> None:
     """Raise ``InvalidInput`` naming the first field of ``data`` (a ``Graph.to_dict()``
-    read back) that gradviz did not write that way; return when every field is sound."""
-    from gradviz.model.graph import JSON_FORMAT
-
-    if not isinstance(data, Mapping) or data.get("format") != JSON_FORMAT:
+    read back, of ``graph_format`` with forward data of ``forward_format``) that gradviz
+    did not write that way; return when every field is sound."""
+    if not isinstance(data, Mapping) or data.get("format") != graph_format:
         raise InvalidInput(
-            f"not a gradviz graph (expected format {JSON_FORMAT!r}); write one with "
+            f"not a gradviz graph (expected format {graph_format!r}); write one with "
             "graph.save('graph.json')"
         )
     _object(data, "graph", ("format", "nodes", "edges", "root_ids", "tensors"), ("forward",))
@@ -278,7 +277,7 @@ def check_graph_data(data: Any) -> None:
     for index, record in enumerate(data["tensors"]):
         _refers(record["node_id"], f"graph.tensors[{index}].node_id", nodes, "id of a node")
     if data.get("forward") is not None:
-        _forward(data["forward"], "graph.forward", nodes, tensors)
+        _forward(data["forward"], "graph.forward", nodes, tensors, forward_format)
 
 
 def _source_line(value: Any, where: str) -> None:
@@ -403,16 +402,16 @@ def _links(value: Any, where: str, keys: _Check, values: _Check) -> None:
         values(item, f"{where}[{key!r}]")
 
 
-def _forward(data: Any, where: str, nodes: set[str], graph_tensors: set[str]) -> None:
-    from gradviz.model.forward import FORWARD_FORMAT
-
+def _forward(
+    data: Any, where: str, nodes: set[str], graph_tensors: set[str], forward_format: str
+) -> None:
     _object(
         data,
         where,
         ("format", "tensors", "ops", "modules", "node_ops", "node_modules", "tensor_links"),
     )
-    if data["format"] != FORWARD_FORMAT:
-        raise _fail(f"{where}.format", repr(FORWARD_FORMAT), data["format"])
+    if data["format"] != forward_format:
+        raise _fail(f"{where}.format", repr(forward_format), data["format"])
     _list(data["tensors"], f"{where}.tensors", _ftensor)
     _list(data["ops"], f"{where}.ops", _op)
     _list(data["modules"], f"{where}.modules", _module)

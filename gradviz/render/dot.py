@@ -10,15 +10,17 @@ identifier (a hand-built or loaded graph).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_id, dot_quote, html_text
+from gradviz.errors import InvalidInput
+from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
-__all__ = ["RenderOptions", "check_ids", "html_text", "svg_ids", "tooltip"]
+__all__ = ["RenderOptions", "check_ids", "dot_id", "html_text", "svg_ids", "tooltip"]
 
 MAX_FOLDED_LINES = 8  # lines of node types drawn in a folded block's box
 
@@ -41,6 +43,27 @@ def svg_ids(prefix: str) -> dict[str, str]:
         "link": f"{prefix}_l_{{tensor_id}}",
         "legend": f"{prefix}_legend",
     }
+
+
+# What may stand unquoted in DOT as a node name: a plain identifier that is no DOT keyword
+# (nor the legend's own name); every id gradviz makes ('n3', 't0', 'f12') is one.
+_DOT_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_DOT_KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict", "legend"))
+
+
+def dot_id(text: object) -> str:
+    """``text`` when it can stand as a DOT node name as it is; else ``InvalidInput``.
+
+    The DOT writers put ids unquoted (and re-read their own DOT line by line), so an id
+    is only let through when it is inert by its form: no quoting rule is relied on."""
+    if type(text) is not str or _DOT_ID.fullmatch(text) is None or text.lower() in _DOT_KEYWORDS:
+        shown = repr(text)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise InvalidInput(
+            f"the graph holds the id {shown}, which gradviz does not draw: ids are letters, "
+            "digits and '_' (as trace() makes them, 'n3', 't0')"
+        )
+    return text
 
 
 def check_ids(graph: Graph) -> None:
