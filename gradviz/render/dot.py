@@ -4,21 +4,26 @@ Every string a user could have influenced (names, node type names, saved values)
 into HTML-like labels through ``gradviz.escape.html_text`` and into quoted attributes
 through ``dot_quote``, so nothing typed into a name can break the DOT, the SVG or a page
 that embeds it; a long name is drawn shortened, whole in the tooltip (``tooltip``). Ids
-come from gradviz, never from the user.
+come from gradviz, never from the user, and ``check_ids`` refuses any that is not a plain
+identifier (a hand-built or loaded graph).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-from gradviz.escape import MAX_LABEL_CHARS, dot_quote, html_text
+from gradviz.errors import InvalidInput
+from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
-__all__ = ["RenderOptions", "html_text", "svg_ids", "tooltip"]
+__all__ = ["RenderOptions", "check_ids", "dot_id", "html_text", "svg_ids", "tooltip"]
+
+MAX_FOLDED_LINES = 8  # lines of node types drawn in a folded block's box
 
 
 def tooltip(*texts: object) -> str | None:
@@ -39,6 +44,45 @@ def svg_ids(prefix: str) -> dict[str, str]:
         "link": f"{prefix}_l_{{tensor_id}}",
         "legend": f"{prefix}_legend",
     }
+
+
+# What may stand unquoted in DOT as a node name: a plain identifier that is no DOT keyword
+# (nor the legend's own name); every id gradviz makes ('n3', 't0', 'f12') is one.
+_DOT_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_DOT_KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict", "legend"))
+
+
+def dot_id(text: object) -> str:
+    """``text`` when it can stand as a DOT node name as it is; else ``InvalidInput``.
+
+    The DOT writers put ids unquoted (and re-read their own DOT line by line), so an id
+    is only let through when it is inert by its form: no quoting rule is relied on."""
+    if type(text) is not str or _DOT_ID.fullmatch(text) is None or text.lower() in _DOT_KEYWORDS:
+        shown = repr(text)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise InvalidInput(
+            f"the graph holds the id {shown}, which gradviz does not draw: ids are letters, "
+            "digits and '_' (as trace() makes them, 'n3', 't0')"
+        )
+    return text
+
+
+def check_ids(graph: Graph) -> None:
+    """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
+    built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
+    for node in graph.nodes:
+        dot_id(node.id)
+    for edge in graph.edges:
+        dot_id(edge.src)
+        if edge.dst is not None:
+            dot_id(edge.dst)
+    for record in graph.tensors:
+        dot_id(record.id)
+        if record.node_id is not None:
+            dot_id(record.node_id)
+    if graph.forward is not None:
+        for item in graph.forward.tensors:
+            dot_id(item.id)
 
 
 def _attrs(**attributes: str | float | None) -> str:
@@ -70,6 +114,7 @@ def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
 def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
     """The opening lines every gradviz DOT shares: graph, node and edge defaults."""
     t = theme
+    t.check()  # again: its values go into DOT (and the SVG) as they are
     graph = _attrs(
         id=prefix,
         rankdir=direction,
@@ -121,7 +166,10 @@ class _DotWriter:
         rows = [f"<B>{html_text(node.type_name)}</B>"]
         folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
         if folded:
-            for line in folded.split("\n"):
+            lines = folded.split("\n")
+            if len(lines) > MAX_FOLDED_LINES:  # a box of readable size, whatever the block
+                lines = [*lines[: MAX_FOLDED_LINES - 1], ELLIPSIS]
+            for line in lines:
                 rows.append(f'<FONT POINT-SIZE="9">{html_text(line, None)}</FONT>')
         if self.options.saved:
             if node.saved_freed:

@@ -7,7 +7,7 @@ sit below this module, so neither imports the other's caller.
 from __future__ import annotations
 
 from gradviz.model.graph import Graph
-from gradviz.render.dot import _DotWriter
+from gradviz.render.dot import _DotWriter, check_ids
 from gradviz.render.fold import fold_graph
 from gradviz.render.options import RenderOptions
 from gradviz.render.watched import forward_aware_dot
@@ -18,6 +18,7 @@ __all__ = ["to_dot"]
 def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
     """The whole graph as DOT text; deterministic for the same graph and options."""
     options = options or RenderOptions()
+    check_ids(graph)
     if options.fold:
         if options.view == "forward":
             raise ValueError("fold= draws the backward graph; use view='backward' with it")

@@ -7,6 +7,8 @@ and ``&`` are escaped, and the front end inserts it as text, never as markup.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import re
 from pathlib import Path
@@ -132,6 +134,7 @@ def stepper_payload(
     if extra:
         data["modules"] = _module_data(recording, prefix, extra)
         _name_modules(recording, data["steps"])
+    theme.check()  # again: its values go into the stylesheets as they are
     scoped = step_css(theme, SCOPE)
     plain = step_css(theme)
     if extra:
@@ -204,6 +207,17 @@ def _script_safe_js(source: str) -> str:
     return source
 
 
+def content_security_policy(script: str) -> str:
+    """The page's policy: nothing from the network, and no script but ``script`` (by its
+    sha256), so markup that slipped into the page could not run even if it got there."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; "
+        f"script-src 'sha256-{digest}'; "
+        "style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'"
+    )
+
+
 def replay_html(recording: Recording, title: str | None = None, **options: Any) -> str:
     """One self-contained page: the stepper's JS, CSS, both SVGs and the data inline."""
     payload = stepper_payload(recording, **options)  # laid out at the final step
@@ -215,13 +229,14 @@ def replay_html(recording: Recording, title: str | None = None, **options: Any) 
     if recording.forward_ops:
         steps = f"{len(recording.forward_ops)} forward ops, then {steps}"
     name = title or f"gradviz replay: {steps}"
+    script = f"\n{js}\nmountStandalone();\n"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:\">\n"
+        '<meta http-equiv="Content-Security-Policy" '
+        f'content="{content_security_policy(script)}">\n'
         f"<title>{html.escape(name)}</title>\n"
         f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
         "</head>\n<body>\n"
@@ -230,7 +245,7 @@ def replay_html(recording: Recording, title: str | None = None, **options: Any) 
         f"{json_for_script(state)}</script>\n"
         "<noscript><p>This replay needs JavaScript; the final step:</p>"
         f"{static_svg(payload)}</noscript>\n"
-        f'<script type="module">\n{js}\nmountStandalone();\n</script>\n'
+        f'<script type="module">{script}</script>\n'
         "</body>\n</html>\n"
     )
 
