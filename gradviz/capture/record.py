@@ -21,6 +21,7 @@ from gradviz.analysis.nonfinite import find_origins
 from gradviz.analysis.order import predicted_order
 from gradviz.capture import _autograd
 from gradviz.capture._interrupts import deferred_interrupts
+from gradviz.capture.ondemand import settle_grads
 from gradviz.capture.trace import Params, gc_paused, trace
 from gradviz.errors import BackwardFailed, GradvizWarning, GraphFreed
 from gradviz.model.graph import Graph, Node
@@ -373,6 +374,7 @@ class _Recorder:
                 "lost its saved tensors). Run the forward pass again, or pass "
                 "retain_graph=True to the earlier backward()/gradviz.record()."
             )
+        settle_grads(self.graph.tensors)  # the .grad values from before, not after
         handles: list[RemovableHandle] = []
         error: BaseException | None = None
         # the hooks allocate many small objects and free few: without the pause, the cyclic

@@ -226,12 +226,15 @@ class _DotWriter:
         name = html_text(record.label)
         if compact:
             text = f"<B>{name}</B>"
-            if self.options.shapes and record.data is not None:
+            if self.options.shapes and not self.options.values:
+                value = html_text(_shape_line(record), None)
+                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
+            elif self.options.shapes and record.data is not None:
                 value = html_text(_value_line(record), None)
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             label = f"<{text}>"
         else:
-            label = "<" + _tensor_table(record, self.options.shapes) + ">"
+            label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
         self.lines.append(
             f"  {record.id} "
             + _attrs(
@@ -290,15 +293,25 @@ def _value_line(record: TensorRecord) -> str:
     return f"{record.data.shape_text()} {record.data.text(40)}"
 
 
-def _tensor_table(record: TensorRecord, shapes: bool) -> str:
+def _shape_line(record: TensorRecord) -> str:
+    """Shape and dtype from the record itself: no summary is computed."""
+    shape = "×".join(str(n) for n in record.shape) if record.shape else "scalar"
+    return f"{shape} {record.dtype}"
+
+
+def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> str:
     def row(key: str, value: str, limit: int | None = None) -> str:
         return (
             f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{key}</FONT></TD>'
             f'<TD ALIGN="LEFT">{html_text(value, limit)}</TD></TR>'
         )
 
-    data = "?" if record.data is None else record.data.text(40)
-    grad = "None" if record.grad is None else record.grad.text(40)
+    if not values:  # a structure-only drawing: no summary is computed
+        data, grad = _shape_line(record), "not shown"
+        shapes = False
+    else:
+        data = "?" if record.data is None else record.data.text(40)
+        grad = "None" if record.grad is None else record.grad.text(40)
     rows = [
         f'<TR><TD COLSPAN="2"><B>{html_text(record.label)}</B></TD></TR>',
         row("data", data),
