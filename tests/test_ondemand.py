@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 import torch
-from gradviz.model.summarize import summarize
 
 import gradviz
+from gradviz.model.summarize import summarize
 
 
 @pytest.fixture

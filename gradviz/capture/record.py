@@ -1,4 +1,4 @@
-"""``record()``: run the real backward once, with a prehook and a hook on every node.
+"""``record()``: run the real backward once, with gradviz's hooks on every node.
 
 The hooks only look: they copy or summarize what flows and return ``None``, so the
 gradients are bitwise the ones PyTorch computes without gradviz. Every hook is removed in
@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
-from torch.utils.hooks import RemovableHandle
 
 from gradviz.analysis.flow import check_flow
 from gradviz.analysis.nonfinite import find_origins
 from gradviz.analysis.order import predicted_order
 from gradviz.capture import _autograd
 from gradviz.capture._interrupts import deferred_interrupts
+from gradviz.capture.hooks import HookHandles, one_hook_will_do
 from gradviz.capture.ondemand import settle_grads
 from gradviz.capture.trace import Params, gc_paused, trace
 from gradviz.errors import BackwardFailed, GradvizWarning, GraphFreed
@@ -186,6 +186,7 @@ class _Recorder:
     regions: dict[int, tuple[weakref.ref[torch.Tensor], int, Summary]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.one_hook_nodes: set[str] = set()  # nodes whose step opens after they ran
         if self.keep == "auto":
             self.keep = "all" if len(self.graph.nodes) <= AUTO_ALL_MAX_NODES else "summary"
         if self.keep not in ("all", "summary"):
@@ -296,11 +297,14 @@ class _Recorder:
         open_steps = self.open_steps
         kept_once = self.kept_once
         kept = self.kept
+        # called from the node's one hook after it ran (gradviz.capture.hooks): the leaf had no
+        # .grad before, and reading it now would give the one after
+        late = node_id in self.one_hook_nodes
 
         def prehook(grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
             step = Step(len(steps) + 1, node_id, type_name, tuple(map(kept_once, grad_outputs)))
             # no strong references to the raw gradients: autograd may steal or reuse them
-            if leaf is not None:
+            if leaf is not None and not late:
                 step.leaf_grad_before = kept(leaf.grad)
             for record_id, tensor in retained:
                 if tensor.retains_grad and tensor.grad is not None:
@@ -351,19 +355,27 @@ class _Recorder:
         return hook
 
     # -- the run -------------------------------------------------------------------------
-    def _register(self, handles: list[RemovableHandle]) -> None:
-        """A prehook and a hook on every node; each handle is stored as soon as it exists."""
+    def _register(self, handles: HookHandles) -> None:
+        """One hook on each node where that is enough, else a prehook and a hook
+        (``gradviz.capture.hooks``); each handle is stored as soon as it exists."""
         hooks_for = self.hooks_for
+        retained = self.retained
         for node in self.graph.nodes:
             torch_node = node.torch_node
+            retains = any(tensor.retains_grad for _, tensor in retained.get(node.id, ()))
+            if one_hook_will_do(node, retains):
+                self.one_hook_nodes.add(node.id)
+                handle = handles.add(torch_node.register_hook(_in_one(*hooks_for(node))))
+                if not _autograd.has_other_hooks(handle):
+                    continue
+                handles.drop_last()  # the user's own hooks are here: two hooks, as below
+                self.one_hook_nodes.discard(node.id)
             prehook, hook = hooks_for(node)
-            handles.append(torch_node.register_prehook(prehook))
-            handle = torch_node.register_hook(hook)
-            handles.append(handle)
+            handles.add(torch_node.register_prehook(prehook))
+            handle = handles.add(torch_node.register_hook(hook))
             if _autograd.has_other_hooks(handle):
                 # the user's hooks may replace what the node sends: look first too
-                handle = torch_node.register_hook(self.before_user_hooks(node.id))
-                handles.append(handle)
+                handle = handles.add(torch_node.register_hook(self.before_user_hooks(node.id)))
                 _autograd.move_to_front(handle)
 
     def run(self, backward: Any, input_nodes: list[str] | None) -> Recording:
@@ -375,7 +387,7 @@ class _Recorder:
                 "retain_graph=True to the earlier backward()/gradviz.record()."
             )
         settle_grads(self.graph.tensors)  # the .grad values from before, not after
-        handles: list[RemovableHandle] = []
+        handles = HookHandles()
         error: BaseException | None = None
         # the hooks allocate many small objects and free few: without the pause, the cyclic
         # collector rescans them (and torch's own objects) over and over
@@ -387,9 +399,7 @@ class _Recorder:
             except Exception as raised:  # re-raised below as BackwardFailed, with the steps
                 error = raised
             finally:
-                with deferred_interrupts():
-                    for handle in handles:
-                        handle.remove()
+                handles.remove_all()
                 self.seen.clear()
                 self.regions.clear()
             recording = Recording(
@@ -403,20 +413,38 @@ class _Recorder:
             check_flow(recording)  # the analysis runs here, not in Recording.__init__
             find_origins(recording)
         if error is not None:
-            node_id, where = _where_it_failed(recording)
+            node_id, where = _where_it_failed(recording, self.one_hook_nodes)
             raise BackwardFailed(
                 f"backward failed {where}: {error}", recording=recording, node_id=node_id
             ) from error
         return recording
 
 
-def _where_it_failed(recording: Recording) -> tuple[str | None, str]:
+def _in_one(prehook: PreHook, hook: PostHook) -> PostHook:
+    """A node's prehook and hook run by one hook after the node ran: the engine hands a
+    node hook what the node received (after any prehooks) and what it sent."""
+
+    def both(
+        grad_inputs: tuple[torch.Tensor | None, ...],
+        grad_outputs: tuple[torch.Tensor | None, ...],
+    ) -> None:
+        prehook(grad_outputs)
+        hook(grad_inputs, grad_outputs)
+
+    return both
+
+
+def _where_it_failed(
+    recording: Recording, one_hook_nodes: set[str] | frozenset[str] = frozenset()
+) -> tuple[str | None, str]:
     """The node backward failed at, and where that was in words.
 
     The node whose step did not finish failed (its op or a hook after it). When every step
     finished, a hook on the next node's incoming gradient raised (a tensor hook or a
     prehook, which run before gradviz's prehook): that node is the one the engine runs
-    next, known from the predicted order while the recorded steps follow it.
+    next, known from the predicted order while the recorded steps follow it. A node with
+    one hook (``gradviz.capture.hooks``) opens its step after it ran: its own failure
+    looks the same.
     """
     steps = recording.steps
     failed = next((s for s in reversed(steps) if not s.finished), None)
@@ -428,6 +456,11 @@ def _where_it_failed(recording: Recording) -> tuple[str | None, str]:
     if recording.order != predicted[:done] or done >= len(predicted):
         return None, after
     node = recording.graph.node(predicted[done])
+    if node.id in one_hook_nodes:
+        return node.id, (
+            f"{after}, as {node.type_name} ({node.id}) was about to run or ran: a hook on "
+            "its incoming gradient (a tensor hook or a prehook) or the node itself raised"
+        )
     return node.id, (
         f"{after}, as {node.type_name} ({node.id}) was about to run: a hook on its incoming "
         "gradient (a tensor hook or a prehook) raised"
