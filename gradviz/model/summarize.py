@@ -25,6 +25,7 @@ try:  # NumPy is optional: torch works without it, and so does the torch path be
 except (ImportError, RuntimeError):  # pragma: no cover - depends on the environment
     numpy = None  # type: ignore[assignment]
 
+from gradviz.model.lowmem import chunked_stats, expanded_base
 from gradviz.model.values import Scalar, Summary
 
 __all__ = ["SMALL_NUMEL", "covers", "dtype_name", "summarize", "summarize_view"]
@@ -106,6 +107,9 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
             nan,
             inf,
         )
+    expanded = expanded_base(data)
+    if expanded is not None:  # a broadcast: summarize the memory it repeats (gradviz.model.lowmem)
+        return _expanded_summary(data, *expanded, shape, dtype, numel)
     if data.dtype in _FAST_DTYPES:
         contiguous = data.is_contiguous()
         flat = data.view(-1) if contiguous else _dense_flat(data)
@@ -148,22 +152,36 @@ def _other_summary(
         if not math.isfinite(norm):
             nan, inf = bool(torch.isnan(data).any()), bool(torch.isinf(data).any())
         return Summary(shape, dtype, numel, values, False, norm=norm, nan=nan, inf=inf)
-    work = data if data.is_floating_point() else data.to(torch.float64)
-    low_t, high_t = torch.aminmax(work)
-    low, high = float(low_t), float(high_t)
-    nan, inf = _nonfinite(low, high, work)
+    # float64 sums one chunk at a time: no whole-tensor copy (gradviz.model.lowmem)
+    low, high, total, norm, nan, inf = chunked_stats(data)
+    return Summary(shape, dtype, numel, values, False, low, high, total / numel, norm, nan, inf)
+
+
+def _expanded_summary(
+    data: torch.Tensor,
+    base: torch.Tensor,
+    repeat: int,
+    shape: tuple[int, ...],
+    dtype: str,
+    numel: int,
+) -> Summary:
+    """A broadcast tensor from the memory it repeats ``repeat`` times: the same min, max,
+    mean, NaN and Inf, the norm times the square root of ``repeat``."""
+    inner = summarize(base)
+    norm = None if inner.norm is None else inner.norm * math.sqrt(repeat)
     return Summary(
         shape,
         dtype,
         numel,
-        values,
+        _plain(_head(data, PREVIEW)),
         False,
-        low,
-        high,
-        float(work.sum(dtype=torch.float64)) / numel,
-        float(torch.linalg.vector_norm(work, dtype=torch.float64)),
-        nan,
-        inf,
+        inner.min,
+        inner.max,
+        inner.mean,
+        norm,
+        inner.nan,
+        inner.inf,
+        inner.available,
     )
 
 
