@@ -41,6 +41,8 @@ _FAST_DTYPES = (torch.float32, torch.float64)  # dot() is exact enough and one p
 # largest max(|min|, |max|)**2 * numel for which sums and squares cannot overflow
 _SAFE_SQUARES = {torch.float32: 1e37, torch.float64: 1e306}
 _ONES: dict[torch.dtype, Any] = {}  # NUMPY_MAX ones per dtype: sum(x) as dot(x, ones)
+_MINIMUM = None if numpy is None else numpy.minimum.reduce
+_MAXIMUM = None if numpy is None else numpy.maximum.reduce
 _COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
 
@@ -228,8 +230,9 @@ def _numpy_summary(
 ) -> Summary:
     """A dense float tensor on the CPU, through a NumPy view of its memory (no copy)."""
     array = flat.numpy()
-    low = float(array.min())
-    high = float(array.max())
+    # the ufuncs' own reduce: what array.min() runs, without NumPy's Python wrapper
+    low = float(_MINIMUM(array))
+    high = float(_MAXIMUM(array))
     big = max(-low, high)
     safe = big * big * numel < _SAFE_SQUARES[data.dtype]  # False for NaN and inf too
     if safe and numel <= NUMPY_MAX:
