@@ -95,6 +95,8 @@ class _DotWriter:
         # order as _attrs would give)
         self._node_style = _attr_list(self._style(self.theme.node))
         self._multi_output: dict[str, bool] = {}
+        self._role_cache: dict[Role, tuple[str, str]] = {}
+        self._type_cache: dict[str, tuple[str, str | None]] = {}
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
@@ -119,8 +121,21 @@ class _DotWriter:
             "fontcolor": style.text,
         }
 
+    def _type_text(self, type_name: str) -> tuple[str, str | None]:
+        """A node type's escaped title and tooltip, once per type and drawing."""
+        cached = self._type_cache.get(type_name)
+        if cached is None:
+            whole = tooltip(type_name)
+            cached = (
+                f"<B>{html_text(type_name)}</B>",
+                None if whole is None else dot_quote(whole),
+            )
+            self._type_cache[type_name] = cached
+        return cached
+
     def _node(self, node: Node) -> None:
-        rows = [f"<B>{html_text(node.type_name)}</B>"]
+        title, whole = self._type_text(node.type_name)
+        rows = [title]
         folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
         if folded:
             for line in folded.split("\n"):
@@ -135,9 +150,8 @@ class _DotWriter:
         label = "<" + "<BR/>".join(rows) + ">"
         node_class = '"gv_node gv_fold" shape="box"' if folded else '"gv_node" shape="box"'
         more = " peripheries=2 " if folded else " "
-        whole = tooltip(node.type_name)
         if whole is not None:
-            more = f" tooltip={dot_quote(whole)}{more}"
+            more = f" tooltip={whole}{more}"
         self.lines.append(
             f"  {node.id} [id={dot_quote(f'{self.prefix}_{node.id}')} class={node_class} "
             f"label={label}{more}{self._node_style}];"
@@ -221,8 +235,18 @@ class _DotWriter:
             if not record.is_root and record.role is Role.LEAF and record.node_id is not None:
                 self._tensor_box(record, compact=True)
 
+    def _role_attrs(self, role: Role) -> tuple[str, str]:
+        """The style attributes of a role's tensor boxes and the colour of its links, as
+        text, written once per drawing (the same text ``_attrs`` would give)."""
+        cached = self._role_cache.get(role)
+        if cached is None:
+            style = self.theme.role(role)
+            cached = (_attr_list(self._style(style)), _attr_list({"color": style.border}))
+            self._role_cache[role] = cached
+        return cached
+
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
-        style = self._style(self.theme.role(record.role))
+        style, link_colour = self._role_attrs(record.role)
         name = html_text(record.label)
         if compact:
             text = f"<B>{name}</B>"
@@ -235,26 +259,21 @@ class _DotWriter:
             label = f"<{text}>"
         else:
             label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
+        whole = tooltip(record.label) if compact else tooltip(record.label, record.grad_fn)
+        more = "" if whole is None else f" tooltip={dot_quote(whole)}"
         self.lines.append(
-            f"  {record.id} "
-            + _attrs(
-                id=f"{self.prefix}_{record.id}",
-                class_=f"gv_tensor gv_{record.role.value}",
-                shape="box",
-                label=label,
-                tooltip=tooltip(record.label) if compact else tooltip(record.label, record.grad_fn),
-                **style,
-            )
-            + ";"
+            f"  {record.id} [id={dot_quote(f'{self.prefix}_{record.id}')} "
+            f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} '
+            f"{style}];"
         )
         if record.node_id is None:
             return
-        link = _attrs(
-            id=f"{self.prefix}_l_{record.id}",
-            class_="gv_link",
-            style="dashed",
-            color=self.theme.role(record.role).border,
-            label=self._grad_label(self.options.link_labels.get(record.id)),
+        grad_label = self._grad_label(self.options.link_labels.get(record.id))
+        link = (
+            f"[id={dot_quote(f'{self.prefix}_l_{record.id}')} "
+            f'class="gv_link" style="dashed" {link_colour}'
+            + ("" if grad_label is None else f" label={grad_label}")
+            + "]"
         )
         if record.role is Role.LEAF and not record.is_root:
             # AccumulateGrad writes into the leaf's .grad: draw it flowing there.
