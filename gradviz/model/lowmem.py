@@ -34,11 +34,10 @@ def expanded_base(data: torch.Tensor) -> tuple[torch.Tensor, int] | None:
 
 
 def _chunks(data: torch.Tensor) -> Iterator[torch.Tensor]:
-    """The values as 1-D pieces of at most ``CHUNK`` values, each copied on its own."""
-    if data.numel() <= CHUNK or data.dim() <= 1:
-        flat = data.reshape(-1)
-        for start in range(0, flat.numel(), CHUNK):
-            yield flat[start : start + CHUNK]
+    """The values as views of at most ``CHUNK`` values (slices along the first dimension,
+    never a reshape, which would copy a tensor that does not fill its memory)."""
+    if data.numel() <= CHUNK or data.dim() == 0:
+        yield data
         return
     inner = data.numel() // data.shape[0]
     if inner == 0:
@@ -46,30 +45,32 @@ def _chunks(data: torch.Tensor) -> Iterator[torch.Tensor]:
     rows = max(1, CHUNK // inner)
     for start in range(0, data.shape[0], rows):
         part = data[start : start + rows]
-        if rows == 1:
+        if rows == 1 and inner > CHUNK:
             yield from _chunks(part[0])
         else:
-            yield part.reshape(-1)
+            yield part
 
 
 def chunked_stats(data: torch.Tensor) -> tuple[float, float, float, float, bool, bool]:
     """min, max, sum and norm of a real tensor, summed in float64 chunk by chunk; and
-    whether it holds NaN or Inf. Never more than ``CHUNK`` values copied at once."""
+    whether it holds NaN or Inf. The reductions read each chunk where it lies (floats) or
+    from a float64 copy of at most ``CHUNK`` values (integers, booleans)."""
     low, high = math.inf, -math.inf
     total = squares = 0.0
     nan = inf = False
-    for chunk in _chunks(data):
-        wide = chunk.to(torch.float64)
-        lo_t, hi_t = torch.aminmax(wide)
+    floating = data.is_floating_point()
+    for view in _chunks(data):
+        chunk = view if floating else view.to(torch.float64)
+        lo_t, hi_t = torch.aminmax(chunk)
         lo, hi = float(lo_t), float(hi_t)
         if math.isnan(lo) or math.isnan(hi):
             nan = True
-            inf = inf or bool(torch.isinf(wide).any())
+            inf = inf or bool(torch.isinf(chunk).any())
         else:
             low, high = min(low, lo), max(high, hi)
             inf = inf or math.isinf(lo) or math.isinf(hi)
-        total += float(wide.sum())
-        squares += float(torch.dot(wide, wide))
+        total += float(chunk.sum(dtype=torch.float64))
+        squares += float(torch.linalg.vector_norm(chunk, dtype=torch.float64)) ** 2
     if nan:
         low = high = math.nan
     return low, high, total, math.sqrt(squares), nan, inf
