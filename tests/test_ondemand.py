@@ -15,7 +15,7 @@ from gradviz.model.summarize import summarize
 
 @pytest.fixture
 def summaries(monkeypatch: pytest.MonkeyPatch) -> list[torch.Tensor]:
-    """Every tensor gradviz.ondemand summarizes from now on."""
+    """Every tensor gradviz.capture.ondemand summarizes from now on."""
     made: list[torch.Tensor] = []
     module = importlib.import_module("gradviz.capture.ondemand")
 

@@ -244,7 +244,7 @@ class _Walker:
             is_leaf=is_leaf,
             version=int(tensor._version),
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
-            data=None,  # summarized on demand (gradviz.ondemand)
+            data=None,  # summarized on demand (gradviz.capture.ondemand)
             grad=None,
             role=role,
             node_id=node_id,
