@@ -19,6 +19,7 @@ __all__ = [
     "has_other_hooks",
     "input_bytes",
     "is_accumulate_grad",
+    "is_custom_function",
     "leaf_variable",
     "move_to_front",
     "next_functions",
@@ -72,6 +73,11 @@ def node_name(node: Node) -> str:
 
 def is_accumulate_grad(node: Node) -> bool:
     return type(node).__name__ == "AccumulateGrad"
+
+
+def is_custom_function(node: Node) -> bool:
+    """Whether the node runs a custom ``autograd.Function``'s Python backward."""
+    return isinstance(node, torch.autograd.function.BackwardCFunction)
 
 
 def leaf_variable(node: Node) -> torch.Tensor | None:

@@ -27,6 +27,9 @@ class RenderOptions:
     direction: str = "TB"
     saved: bool = False
     shapes: bool = True
+    # False: tensor boxes show shape and dtype but no values, so no tensor is summarized
+    # (a structure-only drawing reads no tensor values; gradviz.capture.ondemand)
+    values: bool = True
     legend: bool = True
     theme: Theme = field(default_factory=lambda: get_theme("default"))
     prefix: str | None = None  # SVG id prefix; the graph's own when None
@@ -78,6 +81,7 @@ class RenderKeywords(TypedDict, total=False):
     direction: str
     saved: bool
     shapes: bool
+    values: bool
     legend: bool
     theme: Theme | str
     prefix: str | None
