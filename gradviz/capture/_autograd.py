@@ -26,6 +26,7 @@ __all__ = [
     "node_name",
     "saved_values",
     "sequence_nr",
+    "version",
 ]
 
 Node = Any  # torch.autograd.graph.Node; its concrete classes are generated in C++
@@ -55,6 +56,14 @@ def input_bytes(node: Node) -> int:
         except (RuntimeError, TypeError, ValueError, AttributeError):
             continue
     return total
+
+
+def version(tensor: torch.Tensor) -> int:
+    """The tensor's ``_version``; 0 for a tensor made under ``torch.inference_mode()``,
+    which has no version counter (and cannot be changed in place outside that mode)."""
+    if tensor.is_inference():
+        return 0
+    return int(tensor._version)
 
 
 def next_functions(node: Node) -> tuple[tuple[Node | None, int], ...]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from gradviz.capture import _autograd
 from gradviz.model.graph import TensorRecord
 from gradviz.model.summarize import dtype_name, summarize
 from gradviz.model.values import Summary
@@ -40,8 +41,8 @@ class LiveTensorRecord(TensorRecord):
     _grad_from: _Source = None
 
     def pending(self, data: torch.Tensor, grad: torch.Tensor | None) -> LiveTensorRecord:
-        self._data_from = (data, int(data._version))
-        self._grad_from = None if grad is None else (grad, int(grad._version))
+        self._data_from = (data, _autograd.version(data))
+        self._grad_from = None if grad is None else (grad, _autograd.version(grad))
         return self
 
     @property
@@ -75,7 +76,7 @@ class LiveTensorRecord(TensorRecord):
 
 def _summary_of(source: tuple[torch.Tensor, int]) -> Summary:
     tensor, version = source
-    if int(tensor._version) == version:
+    if _autograd.version(tensor) == version:
         return summarize(tensor)
     # changed in place since the trace: the traced values are gone
     return Summary(

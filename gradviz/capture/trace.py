@@ -270,7 +270,7 @@ class _Walker:
             device=str(tensor.device),
             requires_grad=requires_grad,
             is_leaf=is_leaf,
-            version=_version(tensor),
+            version=_autograd.version(tensor),
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
             data=None,  # summarized on demand (gradviz.capture.ondemand)
             grad=None,
@@ -283,14 +283,6 @@ class _Walker:
 
 
 _SCALARS = (int, bool, float, str, type(None))
-
-
-def _version(tensor: torch.Tensor) -> int:
-    """The tensor's version; 0 for a tensor made under ``torch.inference_mode()``, which
-    has no version counter (and cannot be changed in place outside that mode)."""
-    if tensor.is_inference():
-        return 0
-    return int(tensor._version)
 
 
 def _saved_value(name: str, value: object) -> SavedValue:
