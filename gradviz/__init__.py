@@ -13,11 +13,14 @@ from gradviz.errors import (
     GradvizError,
     GradvizWarning,
     GraphFreed,
+    GraphvizFailed,
     GraphvizNotFound,
+    GraphvizTimeout,
     NotOnGraph,
 )
 from gradviz.forward import Forward
 from gradviz.graph import Edge, Graph, Node, Role, Summary, TensorRecord
+from gradviz.graphviz_run import use_graphviz
 from gradviz.inplace import InplaceReport, explain_inplace
 from gradviz.record import record, record_grad
 from gradviz.recording import Recording, Step
@@ -39,7 +42,9 @@ __all__ = [
     "GradvizWarning",
     "Graph",
     "GraphFreed",
+    "GraphvizFailed",
     "GraphvizNotFound",
+    "GraphvizTimeout",
     "InplaceReport",
     "Node",
     "NotOnGraph",
@@ -57,6 +62,7 @@ __all__ = [
     "record",
     "record_grad",
     "trace",
+    "use_graphviz",
     "watch",
 ]
 

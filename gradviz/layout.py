@@ -1,87 +1,192 @@
-"""The only place that runs Graphviz: DOT in, SVG/PNG/PDF out, once per render."""
+"""Every drawing goes through here: DOT in, SVG/PNG/PDF out, once per render.
+
+Graphviz runs through ``gradviz.graphviz_run`` (embedded by default, or the system ``dot``),
+always with a time limit. Before ``dot`` runs, each view's cost is estimated
+(``biglayout.estimate``: nodes, edges, clusters and the virtual nodes of long edges); a view
+over the budget, or one that ``dot`` does not finish within ``LAYOUT_SECONDS``, is placed by
+gradviz's own layered layout instead, and a ``GradvizWarning`` says so. PNG and PDF are drawn
+from the SVG by resvg and svglib/reportlab, so no system program is needed.
+"""
 
 from __future__ import annotations
 
+import io
+import os
 import re
-import shutil
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import graphviz
-
 from gradviz import biglayout
-from gradviz.errors import GradvizError, GradvizWarning, GraphvizNotFound
+from gradviz.atomic import atomic_write
+from gradviz.errors import GradvizError, GradvizWarning, GraphvizNotFound, GraphvizTimeout
+from gradviz.graphviz_run import backend_name, run_graphviz
 from gradviz.theme import Theme
 
 if TYPE_CHECKING:
     from gradviz.graph import Graph
 
-__all__ = ["FORMATS", "SvgTemplate", "dot_available", "run_dot", "step_css", "write_graph"]
+__all__ = [
+    "DEFAULT_DPI",
+    "FORMATS",
+    "LAYOUT_SECONDS",
+    "LAYOUT_WORK",
+    "SvgTemplate",
+    "dot_available",
+    "layout_plan",
+    "run_dot",
+    "step_css",
+    "svg_to",
+    "write_graph",
+]
 
 FORMATS = ("svg", "png", "pdf")
+DEFAULT_DPI = 96.0  # PNG pixels per inch; Graphviz's points are 1/72 inch
+MAX_PNG_PIXELS = 32767  # PNG viewers and resvg refuse wider or taller images
+# The time budget of one view's ``dot`` layout (seconds); GRADVIZ_LAYOUT_SECONDS overrides.
+LAYOUT_SECONDS = 20.0
+# Views whose estimated work (``biglayout.LayoutCost.work``) is above this skip ``dot``: the
+# ResNet-50 backward view is about 1,300 and takes ~0.5 s, a GRU unrolled 16 steps about
+# 9,800 and takes over a minute, the watched ResNet-50 combined view about 160,000.
+LAYOUT_WORK = 6000
 
 
 def dot_available() -> bool:
-    return shutil.which("dot") is not None
+    """True when some Graphviz (embedded or the system ``dot``) can run here."""
+    try:
+        backend_name()
+    except GraphvizNotFound:
+        return False
+    return True
 
 
-def run_dot(dot_text: str, fmt: str = "svg", engine: str = "dot") -> bytes:
+def _budget() -> float:
+    value = os.environ.get("GRADVIZ_LAYOUT_SECONDS")
+    if not value:
+        return LAYOUT_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise GradvizError(f"GRADVIZ_LAYOUT_SECONDS must be a positive number, not {value!r}")
+    return seconds
+
+
+def layout_plan(cost: biglayout.LayoutCost) -> str:
+    """``"dot"`` when Graphviz ``dot`` should lay this view out, ``"layered"`` when gradviz's
+    own layered layout should (too many nodes, or too much work for the budget)."""
+    if cost.nodes > biglayout.LARGE_GRAPH_NODES or cost.work > LAYOUT_WORK:
+        return "layered"
+    return "dot"
+
+
+def run_dot(
+    dot_text: str,
+    fmt: str = "svg",
+    engine: str = "dot",
+    *,
+    dpi: float | None = None,
+    seconds: float | None = None,
+) -> bytes:
     """Lay out DOT text with Graphviz and return the rendered bytes.
 
-    With the default ``engine="dot"``, graphs of more than
-    ``gradviz.biglayout.LARGE_GRAPH_NODES`` nodes are laid out by gradviz's fast layered
-    layout and drawn by ``neato -n`` instead (``dot`` would take tens of seconds); a
-    ``GradvizWarning`` says so.
+    With the default ``engine="dot"`` the view's cost decides (``layout_plan``): a view too
+    big for ``dot`` within the budget (``seconds``, else ``LAYOUT_SECONDS``), or one that
+    ``dot`` does not finish in time, is placed by gradviz's layered layout
+    (``gradviz.biglayout``) and drawn with straight edges; a ``GradvizWarning`` says so.
+    ``dpi`` sets a PNG's resolution (``DEFAULT_DPI`` when None).
     """
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
-    no_op = None
-    if engine == "dot":
-        nodes = biglayout.count_nodes(dot_text)
-        if nodes > biglayout.LARGE_GRAPH_NODES:
-            warnings.warn(
-                f"this graph has {nodes} nodes, more than Graphviz dot lays out quickly "
-                f"(gradviz.biglayout.LARGE_GRAPH_NODES = {biglayout.LARGE_GRAPH_NODES}): "
-                "gradviz placed the nodes in layers itself and drew straight edges. "
-                "fold=True draws repeated blocks once; raise LARGE_GRAPH_NODES to force dot.",
-                GradvizWarning,
-                stacklevel=2,
-            )
-            dot_text, engine, no_op = biglayout.place(dot_text), "neato", 1
-    try:
-        out: bytes = graphviz.pipe(
-            engine, fmt, dot_text.encode("utf-8"), neato_no_op=no_op, quiet=True
+    budget = _budget() if seconds is None else seconds
+    if engine != "dot":
+        svg = run_graphviz(dot_text, "svg", engine, budget)
+    else:
+        cost = biglayout.estimate(dot_text)
+        svg = b""
+        if layout_plan(cost) == "dot":
+            try:
+                svg = run_graphviz(dot_text, "svg", "dot", budget)
+            except GraphvizTimeout:
+                _tell(cost, f"Graphviz dot did not finish within the {budget:g} s budget")
+        else:
+            _tell(cost, "more than Graphviz dot lays out quickly")
+        if not svg:
+            svg = run_graphviz(biglayout.place(dot_text), "svg", "nop", None)
+    return svg if fmt == "svg" else svg_to(svg, fmt, dpi)
+
+
+def _tell(cost: biglayout.LayoutCost, why: str) -> None:
+    warnings.warn(
+        f"this view has {cost.nodes} nodes and {cost.edges} edges ({cost.span} edge segments "
+        f"across layers, {cost.clusters} clusters), {why}: gradviz placed the nodes in layers "
+        "itself and drew straight edges. fold=True draws repeated blocks once; "
+        "GRADVIZ_LAYOUT_SECONDS or gradviz.layout.LAYOUT_WORK give dot more room.",
+        GradvizWarning,
+        stacklevel=3,
+    )
+
+
+def svg_to(svg: bytes, fmt: str, dpi: float | None = None) -> bytes:
+    """PNG (resvg) or PDF (svglib + reportlab) from Graphviz's SVG, without system programs."""
+    if fmt == "pdf":
+        from reportlab.graphics import renderPDF
+        from svglib.svglib import svg2rlg
+
+        drawing = svg2rlg(io.BytesIO(svg))
+        if drawing is None:
+            raise GradvizError("the SVG could not be converted to PDF (svglib read nothing)")
+        pdf: bytes = renderPDF.drawToString(drawing)
+        return pdf
+    if fmt != "png":
+        raise ValueError(f"cannot convert SVG to {fmt!r}: use 'png' or 'pdf'")
+    import resvg_py
+
+    resolution = DEFAULT_DPI if dpi is None else float(dpi)
+    if not 0 < resolution <= 2400:
+        raise ValueError(f"dpi must be a number in (0, 2400], not {dpi!r}")
+    width, height = _svg_points(svg)
+    largest = max(width, height) * resolution / 72
+    if largest > MAX_PNG_PIXELS:
+        fitted = MAX_PNG_PIXELS * 72 / max(width, height)
+        warnings.warn(
+            f"at {resolution:g} dpi this PNG would be {largest:.0f} px long, more than the "
+            f"{MAX_PNG_PIXELS} px PNG viewers accept: drawn at {fitted:.0f} dpi instead. "
+            "Save as .svg or .pdf to keep every detail.",
+            GradvizWarning,
+            stacklevel=3,
         )
-    except graphviz.ExecutableNotFound as error:
-        raise GraphvizNotFound(str(error)) from None
-    except graphviz.CalledProcessError as error:
-        stderr = (error.stderr or b"").decode("utf-8", "replace").strip()
-        raise GradvizError(
-            f"Graphviz '{engine}' failed to lay out the graph: {stderr}. This is a gradviz "
-            "bug; please report it with the DOT text (graph.save('graph.dot'))."
-        ) from None
-    return out
+        resolution = fitted
+    png: bytes = resvg_py.svg_to_bytes(svg_string=svg.decode("utf-8"), dpi=resolution)
+    return png
+
+
+_SIZE = re.compile(rb'<svg[^>]*?\swidth="([\d.]+)pt"[^>]*?\sheight="([\d.]+)pt"', re.S)
+
+
+def _svg_points(svg: bytes) -> tuple[float, float]:
+    found = _SIZE.search(svg[:4096])
+    return (float(found.group(1)), float(found.group(2))) if found else (0.0, 0.0)
 
 
 def write_graph(graph: Graph, path: Path, **options: Any) -> Path:
-    """Save by suffix: .svg/.png/.pdf (laid out), .dot (DOT text) or .json (plain data)."""
+    """Save by suffix: .svg/.png/.pdf (laid out), .dot (DOT text) or .json (plain data).
+    ``dpi=`` sets a PNG's resolution. Every file is written atomically."""
     suffix = path.suffix.lower().lstrip(".")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    dpi = options.pop("dpi", None)
+    if dpi is not None and suffix != "png":
+        raise TypeError("dpi= applies to .png files only")
     if suffix == "json":
         if options:
             raise TypeError(".json saves the data only; render options do not apply")
-        path.write_text(graph.to_json(), encoding="utf-8")
-    elif suffix == "dot":
-        path.write_text(graph.to_dot(**options), encoding="utf-8")
-    elif suffix in FORMATS:
-        path.write_bytes(run_dot(graph.to_dot(**options), suffix))
-    else:
-        raise ValueError(
-            f"cannot save {path.name!r}: use a .svg, .png, .pdf, .dot or .json file name"
-        )
-    return path
+        return atomic_write(path, graph.to_json())
+    if suffix == "dot":
+        return atomic_write(path, graph.to_dot(**options))
+    if suffix in FORMATS:
+        return atomic_write(path, run_dot(graph.to_dot(**options), suffix, dpi=dpi))
+    raise ValueError(f"cannot save {path.name!r}: use a .svg, .png, .pdf, .dot or .json file name")
 
 
 _GROUP = re.compile(r'<g id="(?P<id>[^"]+)" class="(?P<cls>[^"]*)">')

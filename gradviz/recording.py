@@ -254,19 +254,21 @@ class Recording:
 
     def save(self, path: str | Path, **options: Any) -> Path:
         """.svg (the last step), .html (the offline stepper), .json (the steps as data)."""
+        from gradviz.atomic import atomic_write
+
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         suffix = target.suffix.lower()
         if suffix == ".json":
             from gradviz.escape import json_text
 
-            target.write_text(json_text(self.to_dict(), indent=1), encoding="utf-8")
+            atomic_write(target, json_text(self.to_dict(), indent=1))
         elif suffix == ".svg":
-            target.write_text(self.svg(**options), encoding="utf-8")
+            atomic_write(target, self.svg(**options))
         elif suffix == ".html":
             from gradviz.html import replay_html
 
-            target.write_text(replay_html(self, **options), encoding="utf-8")
+            atomic_write(target, replay_html(self, **options))
         else:
             raise ValueError(f"cannot save {target.name!r}: use .svg, .html or .json")
         return target
