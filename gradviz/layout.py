@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DPI",
     "FORMATS",
+    "LAYERED_WORK",
     "LAYOUT_SECONDS",
     "LAYOUT_WORK",
     "SvgTemplate",
@@ -46,10 +47,15 @@ DEFAULT_DPI = 96.0  # PNG pixels per inch; Graphviz's points are 1/72 inch
 MAX_PNG_PIXELS = 32767  # PNG viewers and resvg refuse wider or taller images
 # The time budget of one view's ``dot`` layout (seconds); GRADVIZ_LAYOUT_SECONDS overrides.
 LAYOUT_SECONDS = 20.0
-# Views whose estimated work (``biglayout.LayoutCost.work``) is above this skip ``dot``: the
-# ResNet-50 backward view is about 1,300 and takes ~0.5 s, a GRU unrolled 16 steps about
-# 9,800 and takes over a minute, the watched ResNet-50 combined view about 160,000.
-LAYOUT_WORK = 6000
+# Estimated work (``biglayout.LayoutCost.work``) up to LAYOUT_WORK gets ``dot`` as it is, up
+# to LAYERED_WORK ``dot`` with fewer crossing-minimisation and network-simplex rounds
+# (CHEAP_DOT), above that gradviz's layered layout. Measured with Debian dot on 2 loaded
+# cores: ResNet-50 backward (work 1,246) 0.5-0.9 s; its module view (2,492) 1.5 s; a GRU
+# unrolled 16 steps (9,804) over 120 s, 11-13 s with CHEAP_DOT; the watched ResNet-50
+# combined view (162,866) over 90 s either way.
+LAYOUT_WORK = 5000
+LAYERED_WORK = 30000
+CHEAP_DOT = "graph [mclimit=0.1 nslimit=2 nslimit1=2 searchsize=10 remincross=false];"
 
 
 def dot_available() -> bool:
@@ -75,11 +81,18 @@ def _budget() -> float:
 
 
 def layout_plan(cost: biglayout.LayoutCost) -> str:
-    """``"dot"`` when Graphviz ``dot`` should lay this view out, ``"layered"`` when gradviz's
-    own layered layout should (too many nodes, or too much work for the budget)."""
-    if cost.nodes > biglayout.LARGE_GRAPH_NODES or cost.work > LAYOUT_WORK:
+    """``"dot"`` when Graphviz ``dot`` should lay this view out as it is, ``"cheap"`` for
+    ``dot`` with fewer optimisation rounds, ``"layered"`` for gradviz's own layered layout
+    (too many nodes, or too much work for any ``dot`` setting within the budget)."""
+    if cost.nodes > biglayout.LARGE_GRAPH_NODES or cost.work > LAYERED_WORK:
         return "layered"
-    return "dot"
+    return "cheap" if cost.work > LAYOUT_WORK else "dot"
+
+
+def _with_graph_attributes(dot_text: str, statement: str) -> str:
+    """The DOT with one more statement right after its opening line."""
+    opening = dot_text.index("{") + 1
+    return f"{dot_text[:opening]}\n  {statement}{dot_text[opening:]}"
 
 
 def run_dot(
@@ -105,20 +118,35 @@ def run_dot(
         svg = run_graphviz(dot_text, "svg", engine, budget)
     else:
         cost = biglayout.estimate(dot_text)
+        plan = layout_plan(cost)
         svg = b""
-        if layout_plan(cost) == "dot":
+        if plan == "layered":
+            _tell(cost, "more than Graphviz dot lays out quickly")
+        else:
+            text = dot_text if plan == "dot" else _with_graph_attributes(dot_text, CHEAP_DOT)
             try:
-                svg = run_graphviz(dot_text, "svg", "dot", budget)
+                svg = run_graphviz(text, "svg", "dot", budget)
             except GraphvizTimeout:
                 _tell(cost, f"Graphviz dot did not finish within the {budget:g} s budget")
-        else:
-            _tell(cost, "more than Graphviz dot lays out quickly")
+            else:
+                if plan == "cheap":
+                    _tell(cost, "", cheap=True)
         if not svg:
             svg = run_graphviz(biglayout.place(dot_text), "svg", "nop", None)
     return svg if fmt == "svg" else svg_to(svg, fmt, dpi)
 
 
-def _tell(cost: biglayout.LayoutCost, why: str) -> None:
+def _tell(cost: biglayout.LayoutCost, why: str, cheap: bool = False) -> None:
+    """Say once per view (each view is laid out once, then cached) how it was laid out."""
+    if cheap:
+        warnings.warn(
+            f"this view has {cost.nodes} nodes and {cost.edges} edges ({cost.span} edge "
+            "segments across layers): Graphviz dot laid it out with fewer optimisation rounds "
+            "to stay within its time budget, so edges may cross more than usual.",
+            GradvizWarning,
+            stacklevel=3,
+        )
+        return
     warnings.warn(
         f"this view has {cost.nodes} nodes and {cost.edges} edges ({cost.span} edge segments "
         f"across layers, {cost.clusters} clusters), {why}: gradviz placed the nodes in layers "
@@ -159,8 +187,39 @@ def svg_to(svg: bytes, fmt: str, dpi: float | None = None) -> bytes:
             stacklevel=3,
         )
         resolution = fitted
-    png: bytes = resvg_py.svg_to_bytes(svg_string=svg.decode("utf-8"), dpi=resolution)
+    png: bytes = resvg_py.svg_to_bytes(
+        svg_string=_png_families(svg.decode("utf-8")),
+        dpi=resolution,
+        font_files=_png_fonts(),
+        sans_serif_family="Bitstream Vera Sans",
+        font_family="Bitstream Vera Sans",
+    )
     return png
+
+
+# Faces with Helvetica's widths (the widths Graphviz laid the labels out with), then Vera
+_HELVETICA_LIKE = "Helvetica,Arial,Liberation Sans,Arimo,Nimbus Sans,Bitstream Vera Sans"
+
+
+def _png_families(svg: str) -> str:
+    """Helvetica is rarely installed: list the faces with its widths that often are. Also,
+    CSS generic families are case-insensitive and resvg's are not: Graphviz 16 writes
+    "sans-Serif", which resvg would not match, drawing regular text in a serif face."""
+    svg = svg.replace('font-family="Helvetica,sans-Serif"', f'font-family="{_HELVETICA_LIKE}"')
+    svg = svg.replace(
+        'font-family="Helvetica,Arial,sans-serif"', f'font-family="{_HELVETICA_LIKE}"'
+    )
+    return svg.replace(",sans-Serif", ",sans-serif")
+
+
+def _png_fonts() -> list[str]:
+    """Bitstream Vera, shipped inside reportlab: the same text on every machine, even one
+    without fonts (Helvetica is rarely installed; resvg then picked serif and sans at random).
+    The system's fonts still cover characters Vera lacks."""
+    import reportlab
+
+    folder = Path(reportlab.__file__).parent / "fonts"
+    return [str(folder / name) for name in ("Vera.ttf", "VeraBd.ttf", "VeraIt.ttf", "VeraBI.ttf")]
 
 
 _SIZE = re.compile(rb'<svg[^>]*?\swidth="([\d.]+)pt"[^>]*?\sheight="([\d.]+)pt"', re.S)
