@@ -15,6 +15,7 @@ never hang the caller.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -173,6 +174,12 @@ _FONT_LIST = re.compile(r'fontname="([^",]+),[^"]*"')
 def _embedded_program() -> Path | None:
     """The ``graphviz-pure`` program of the installed wheel (its scripts folder need not be
     on PATH, e.g. in a notebook kernel)."""
+    return _wheel_program() or _on_path("graphviz-pure")
+
+
+@functools.cache
+def _wheel_program() -> Path | None:
+    """Looked up once: reading the installed packages' metadata takes milliseconds."""
     try:
         files = distribution("graphviz-pure").files or []
     except PackageNotFoundError:
@@ -182,7 +189,11 @@ def _embedded_program() -> Path | None:
             path = Path(str(distribution("graphviz-pure").locate_file(entry))).resolve()
             if path.is_file():
                 return path
-    found = shutil.which("graphviz-pure")
+    return None
+
+
+def _on_path(name: str) -> Path | None:
+    found = shutil.which(name)
     return Path(found) if found else None
 
 
