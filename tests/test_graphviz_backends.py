@@ -301,3 +301,12 @@ def test_saved_files_get_the_usual_permissions(tmp_path: Path) -> None:
     mask = os.umask(0o022)
     os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_a_png_too_big_for_viewers_is_scaled_down_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(layout, "MAX_PNG_PIXELS", 300)
+    with pytest.warns(GradvizWarning, match="more than the 300 px PNG viewers accept"):
+        data = lesson_graph().save(tmp_path / "g.png", dpi=600).read_bytes()
+    assert max(png_size(data)) <= 301
