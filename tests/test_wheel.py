@@ -51,15 +51,19 @@ def test_the_wheel_renders_everything_in_a_bare_venv_without_dot(tmp_path: Path)
         assert f"gradviz/assets/{asset}" in names
     assert "gradviz/py.typed" in names
 
+    # nothing of this checkout may be seen: PYTHONPATH would show pip the build's egg-info
+    # as an installed torch-gradviz, and gradviz itself to the script
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRADVIZ_GRAPHVIZ")}
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env, timeout=300)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "torch==2.13.0", str(wheel)], check=True, timeout=1800)
+    subprocess.run(
+        [*pip, "torch==2.13.0", str(wheel)], check=True, env=env, cwd=tmp_path, timeout=1800
+    )
 
     out = tmp_path / "out"
     out.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRADVIZ_GRAPHVIZ")}
     env["PATH"] = "/nonexistent"  # no dot, no graphviz-pure on PATH: the wheel's own is found
     done = subprocess.run(
         [str(python), "-c", USE_IT, str(out)],
