@@ -202,11 +202,13 @@ def backend_table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         emb, sys_ = row.get("layout_embedded_s"), row.get("layout_system_s")
         ratio = row.get("system_vs_embedded")
-        lines.append(f"{row['workload']:24} {_cell(emb):>8} {_cell(sys_):>8} {_cell(ratio):>6}")
+        lines.append(
+            f"{row['workload']:24} {_seconds(emb):>8} {_seconds(sys_):>8} {_seconds(ratio):>6}"
+        )
     return "\n".join(lines)
 
 
-def _cell(value: float | None) -> str:
+def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
