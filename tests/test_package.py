@@ -46,9 +46,9 @@ def test_data_theme_and_render_never_import_torch() -> None:
         assert "torch" not in imports_of(module), module
 
 
-def test_only_layout_starts_graphviz() -> None:
+def test_only_graphviz_run_starts_graphviz() -> None:
     for path in PACKAGE.glob("*.py"):
-        if path.stem == "layout":
+        if path.stem == "graphviz_run":
             continue
         used = imports_of(path.stem)
         assert "subprocess" not in used and "graphviz" not in used, path.name
