@@ -58,7 +58,7 @@ system-browser:
 
 demo: setup
 	@echo "==> rendering the built-in lessons into $(OUT)/"
-	$(BIN)/python -m gradviz.demo $(OUT)
+	$(BIN)/python -m gradviz.teaching.gallery $(OUT)
 
 lint: setup-dev
 	@echo "==> ruff"
@@ -81,7 +81,7 @@ lab: setup-lab
 
 assets: setup
 	@echo "==> regenerating the example diagrams in assets/"
-	$(BIN)/python -m gradviz.demo --assets assets
+	$(BIN)/python -m gradviz.teaching.gallery --assets assets
 
 # The peers gradviz is measured against; each is installed only if pip's plan pulls no
 # other torch (nor CUDA packages): the benchmark notes a peer that is missing.

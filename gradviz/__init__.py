@@ -1,13 +1,15 @@
 """gradviz: see what PyTorch autograd really does.
 
 ``trace`` walks the real backward graph; ``Graph`` draws it with Graphviz. Nothing here
-imports IPython or ipywidgets: the notebook side loads them when first used.
+imports IPython or ipywidgets: the notebook side loads them when first used. The layers
+under this curated face are described in docs/architecture.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gradviz.analysis.inplace import InplaceFinding, InplaceReport, explain_inplace
 from gradviz.errors import (
     BackwardFailed,
     GradvizError,
@@ -17,19 +19,20 @@ from gradviz.errors import (
     GraphvizNotFound,
     GraphvizTimeout,
     NotOnGraph,
+    WatchNestingError,
 )
-from gradviz.forward import Forward
-from gradviz.graph import Edge, Graph, Node, Role, Summary, TensorRecord
-from gradviz.graphviz_run import use_graphviz
-from gradviz.inplace import InplaceReport, explain_inplace
-from gradviz.record import record, record_grad
-from gradviz.recording import Recording, Step
-from gradviz.theme import THEMES, Theme
-from gradviz.trace import trace
-from gradviz.watch import Watch, WatchNestingError, watch
+from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
+from gradviz.model.graph import Edge, Node, SavedValue, TensorRecord
+from gradviz.model.recording import HookChange, Step
+from gradviz.model.values import Role, Summary
+from gradviz.objects import Graph, Recording, Watch, record, record_grad, trace, watch
+from gradviz.render.backend import use_graphviz
+from gradviz.render.options import RenderKeywords, RenderOptions
+from gradviz.render.theme import THEMES, Theme
+from gradviz.replay.frames import ForwardFrame, Frame
 
 if TYPE_CHECKING:
-    from gradviz.widget import Stepper
+    from gradviz.stepper.widget import Stepper
 
 __version__ = "0.1.0"
 
@@ -37,7 +40,11 @@ __all__ = [
     "THEMES",
     "BackwardFailed",
     "Edge",
+    "FOp",
+    "FTensor",
     "Forward",
+    "ForwardFrame",
+    "Frame",
     "GradvizError",
     "GradvizWarning",
     "Graph",
@@ -45,11 +52,18 @@ __all__ = [
     "GraphvizFailed",
     "GraphvizNotFound",
     "GraphvizTimeout",
+    "HookChange",
+    "InplaceFinding",
     "InplaceReport",
+    "ModuleScope",
     "Node",
     "NotOnGraph",
     "Recording",
+    "RenderKeywords",
+    "RenderOptions",
     "Role",
+    "SavedValue",
+    "SourceLine",
     "Step",
     "Stepper",
     "Summary",
@@ -70,7 +84,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``Stepper`` loads anywidget, so it is imported on first use, not with gradviz."""
     if name == "Stepper":
-        from gradviz.widget import Stepper
+        from gradviz.stepper.widget import Stepper
 
         return Stepper
     raise AttributeError(f"module 'gradviz' has no attribute {name!r}")

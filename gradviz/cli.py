@@ -22,9 +22,8 @@ from typing import Any
 import torch
 
 from gradviz.errors import GradvizError
-from gradviz.record import record
-from gradviz.recording import Recording
-from gradviz.theme import THEMES
+from gradviz.objects import Recording, record
+from gradviz.render.theme import THEMES
 
 __all__ = ["main"]
 
@@ -88,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.script_args = script_args
     try:
         if args.command == "demo":
-            from gradviz.demo import main as demo_main
+            from gradviz.teaching.gallery import main as demo_main
 
             return demo_main([str(args.out)])
         return _render(args)
@@ -267,7 +266,7 @@ def _write(recording: Recording, args: argparse.Namespace, stem: str) -> list[Pa
     else:
         written.append(graph.save(out / f"{stem}.{args.format}", **options))
     if args.steps:
-        _say(f"==> one SVG per step ({len(recording)} frames)")
+        _say(f"==> one SVG per step ({len(recording.steps) + 1} frames)")
         written += recording.save_steps(out / f"{stem}-steps", **options)
     if args.html:
         written.append(recording.save(out / f"{stem}.html", **options))

@@ -11,6 +11,7 @@ __all__ = [
     "GraphvizNotFound",
     "GraphvizTimeout",
     "NotOnGraph",
+    "WatchNestingError",
 ]
 
 GRAPHVIZ_INSTALL_HINT = (
@@ -66,3 +67,7 @@ class BackwardFailed(GradvizError, RuntimeError):
         super().__init__(message)
         self.recording = recording
         self.node_id = node_id
+
+
+class WatchNestingError(GradvizError, RuntimeError):
+    """``gradviz.watch()`` blocks cannot be nested."""

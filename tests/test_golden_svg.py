@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 import gradviz
-from gradviz.layout import run_dot
-from gradviz.lessons import LESSONS, Lesson
+from gradviz.render.backend import run_dot
+from gradviz.teaching.lessons import LESSONS, Lesson
 from tests.conftest import check_golden
 
 

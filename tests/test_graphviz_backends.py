@@ -2,7 +2,7 @@
 cost, PNG/PDF without system programs, and atomic writes.
 
 A fake ``dot`` (a shell script first on PATH) plays a Graphviz that hangs, fails or prints
-garbage; the real embedded Graphviz plays a runaway layout. No timings are asserted.
+garbage; the real embedded Graphviz plays a runaway backend. No timings are asserted.
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from gradviz import (
     GraphvizFailed,
     GraphvizNotFound,
     GraphvizTimeout,
-    biglayout,
-    graphviz_run,
-    layout,
 )
 from gradviz import atomic as atomic_module
-from gradviz.lessons import lesson
+from gradviz.render import backend, layered, raster
+from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fake dot is a shell script")
 
@@ -68,11 +66,11 @@ def test_embedded_is_the_default_and_system_is_chosen_by_option_or_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("GRADVIZ_GRAPHVIZ", raising=False)
-    assert graphviz_run.backend_name() == "embedded"
+    assert backend.backend_name() == "embedded"
     fake_dot(tmp_path, monkeypatch, "exit 0")
-    assert graphviz_run.backend_name() == "system"  # GRADVIZ_GRAPHVIZ=system
+    assert backend.backend_name() == "system"  # GRADVIZ_GRAPHVIZ=system
     gradviz.use_graphviz("embedded")  # the option wins over the environment
-    assert graphviz_run.backend_name() == "embedded"
+    assert backend.backend_name() == "embedded"
     with pytest.raises(ValueError, match="backend must be one of"):
         gradviz.use_graphviz("cairo")
 
@@ -89,13 +87,13 @@ def test_system_falls_back_to_nothing_without_dot(monkeypatch: pytest.MonkeyPatc
 def test_auto_uses_the_system_dot_where_the_embedded_one_cannot_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(graphviz_run, "_embedded_program", lambda: None)
+    monkeypatch.setattr(backend, "_embedded_program", lambda: None)
     fake_dot(tmp_path, monkeypatch, "exit 0")
     monkeypatch.setenv("GRADVIZ_GRAPHVIZ", "auto")
-    assert graphviz_run.backend_name() == "system"
+    assert backend.backend_name() == "system"
     monkeypatch.setenv("GRADVIZ_GRAPHVIZ", "embedded")
     with pytest.raises(GraphvizNotFound, match="pip install graphviz-pure"):
-        graphviz_run.backend_name()
+        backend.backend_name()
 
 
 # -- bounded in time -----------------------------------------------------------------------------
@@ -104,31 +102,31 @@ def test_a_dot_that_never_returns_is_stopped_at_the_limit(
 ) -> None:
     fake_dot(tmp_path, monkeypatch, "exec sleep 600")
     with pytest.raises(GraphvizTimeout, match=r"did not finish within 0\.5 s"):
-        graphviz_run.run_graphviz("digraph { a -> b }", seconds=0.5)
+        backend.run_graphviz("digraph { a -> b }", seconds=0.5)
 
 
 def test_a_runaway_embedded_layout_is_stopped_and_the_next_call_works() -> None:
     # a dense graph: dot's crossing minimisation on it runs for minutes
     edges = "; ".join(f"n{i} -> n{(i * 7 + k * 13) % 400}" for i in range(400) for k in range(12))
     with pytest.raises(GraphvizTimeout, match="embedded"):
-        graphviz_run.run_graphviz(f"digraph {{ {edges} }}", seconds=0.5)
-    assert b"</svg>" in graphviz_run.run_graphviz("digraph { a -> b }")
+        backend.run_graphviz(f"digraph {{ {edges} }}", seconds=0.5)
+    assert b"</svg>" in backend.run_graphviz("digraph { a -> b }")
 
 
 def test_a_view_dot_cannot_lay_out_in_time_gets_the_layered_layout(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     graph = lesson_graph()
-    real = graphviz_run.run_graphviz
+    real = backend.run_graphviz
 
     def slow_dot(text: str, fmt: str = "svg", engine: str = "dot", seconds: Any = None) -> bytes:
         if engine == "dot":
             raise GraphvizTimeout("stopped")
         return real(text, fmt, engine, seconds)
 
-    monkeypatch.setattr(layout, "run_graphviz", slow_dot)
+    monkeypatch.setattr(backend, "run_graphviz", slow_dot)
     with pytest.warns(GradvizWarning, match="did not finish within the 3 s budget") as told:
-        svg = layout.run_dot(graph.to_dot(), seconds=3)
+        svg = backend.run_dot(graph.to_dot(), seconds=3)
     assert len(told) == 1  # told once
     assert svg_ids(svg) >= {f"{graph.prefix}_{node.id}" for node in graph.nodes}
 
@@ -175,15 +173,15 @@ def recurrent(steps: int) -> torch.Tensor:
 
 
 def test_the_plan_weighs_long_edges_not_only_nodes() -> None:
-    short = biglayout.estimate(lesson_graph().to_dot())
-    assert layout.layout_plan(short) == "dot"
-    rnn = biglayout.estimate(gradviz.trace(recurrent(60)).to_dot())
-    assert rnn.nodes < biglayout.LARGE_GRAPH_NODES // 4  # few nodes ...
+    short = layered.estimate(lesson_graph().to_dot())
+    assert backend.layout_plan(short) == "dot"
+    rnn = layered.estimate(gradviz.trace(recurrent(60)).to_dot())
+    assert rnn.nodes < layered.LARGE_GRAPH_NODES // 4  # few nodes ...
     assert rnn.span > rnn.nodes  # ... but many segments of long edges
-    assert layout.layout_plan(rnn) in ("cheap", "layered")
-    bigger = biglayout.estimate(gradviz.trace(recurrent(400)).to_dot())
-    assert layout.layout_plan(bigger) == "layered"
-    clustered = biglayout.LayoutCost(rnn.nodes, rnn.edges, 3, rnn.span)
+    assert backend.layout_plan(rnn) in ("cheap", "layered")
+    bigger = layered.estimate(gradviz.trace(recurrent(400)).to_dot())
+    assert backend.layout_plan(bigger) == "layered"
+    clustered = layered.LayoutCost(rnn.nodes, rnn.edges, 3, rnn.span)
     assert clustered.work == 2 * rnn.work
 
 
@@ -192,22 +190,22 @@ def test_a_costly_view_gets_cheaper_dot_settings_and_says_so(
 ) -> None:
     graph = lesson_graph()
     seen: list[str] = []
-    real = graphviz_run.run_graphviz
+    real = backend.run_graphviz
 
     def spy(text: str, fmt: str = "svg", engine: str = "dot", seconds: Any = None) -> bytes:
         seen.append(text)
         return real(text, fmt, engine, seconds)
 
-    monkeypatch.setattr(layout, "run_graphviz", spy)
-    monkeypatch.setattr(layout, "LAYOUT_WORK", 1)
+    monkeypatch.setattr(backend, "run_graphviz", spy)
+    monkeypatch.setattr(backend, "LAYOUT_WORK", 1)
     with pytest.warns(GradvizWarning, match="fewer optimisation rounds"):
-        layout.run_dot(graph.to_dot())
-    assert layout.CHEAP_DOT in seen[0]
-    monkeypatch.setattr(layout, "LAYERED_WORK", 2)
+        backend.run_dot(graph.to_dot())
+    assert backend.CHEAP_DOT in seen[0]
+    monkeypatch.setattr(backend, "LAYERED_WORK", 2)
     seen.clear()
     with pytest.warns(GradvizWarning, match="placed the nodes in layers"):
-        layout.run_dot(graph.to_dot())
-    assert [layout.CHEAP_DOT in text for text in seen] == [False]  # only the drawing call
+        backend.run_dot(graph.to_dot())
+    assert [backend.CHEAP_DOT in text for text in seen] == [False]  # only the drawing call
     assert "pos=" in seen[0]
 
 
@@ -240,8 +238,8 @@ def test_png_text_is_drawn(tmp_path: Path) -> None:
     """The labels reach the pixels: a label-free copy of the drawing has fewer dark pixels."""
     graph = lesson_graph()
     svg = graph.svg().encode()
-    with_text = layout.svg_to(svg, "png")
-    without_text = layout.svg_to(svg.replace(b"<text", b"<text display='none'"), "png")
+    with_text = raster.svg_to(svg, "png")
+    without_text = raster.svg_to(svg.replace(b"<text", b"<text display='none'"), "png")
     assert png_size(with_text) == png_size(without_text)
     assert with_text != without_text
 
@@ -306,7 +304,7 @@ def test_saved_files_get_the_usual_permissions(tmp_path: Path) -> None:
 def test_a_png_too_big_for_viewers_is_scaled_down_and_says_so(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(layout, "MAX_PNG_PIXELS", 300)
+    monkeypatch.setattr(raster, "MAX_PNG_PIXELS", 300)
     with pytest.warns(GradvizWarning, match="more than the 300 px PNG viewers accept"):
         data = lesson_graph().save(tmp_path / "g.png", dpi=600).read_bytes()
     assert max(png_size(data)) <= 301

@@ -17,7 +17,7 @@ USE_IT = r"""
 import sys
 from pathlib import Path
 import gradviz
-from gradviz.lessons import lesson
+from gradviz.teaching.lessons import lesson
 
 assert "/site-packages/" in gradviz.__file__.replace("\\", "/"), gradviz.__file__
 out = Path(sys.argv[1])

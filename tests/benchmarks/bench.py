@@ -42,7 +42,7 @@ from workloads import Workload, build  # noqa: E402
 
 import gradviz  # noqa: E402
 from gradviz.errors import GradvizWarning  # noqa: E402
-from gradviz.layout import run_dot  # noqa: E402
+from gradviz.render.backend import run_dot  # noqa: E402
 
 try:
     import torchviz
@@ -184,7 +184,7 @@ def first_svg_in_a_fresh_process() -> dict[str, float]:
     """Seconds to import gradviz, then to draw the first lesson SVG, in a new interpreter."""
     code = (
         "import time; t0 = time.perf_counter(); import gradviz; t1 = time.perf_counter(); "
-        "from gradviz.lessons import lesson; b = lesson('ten-ops').build(); "
+        "from gradviz.teaching.lessons import lesson; b = lesson('ten-ops').build(); "
         "gradviz.trace(*b.roots, names=b.names).svg(); t2 = time.perf_counter(); "
         "print(t1 - t0, t2 - t1)"
     )
