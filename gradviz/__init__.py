@@ -15,7 +15,9 @@ from gradviz.errors import (
     GradvizError,
     GradvizWarning,
     GraphFreed,
+    GraphvizFailed,
     GraphvizNotFound,
+    GraphvizTimeout,
     InvalidArgument,
     InvalidInput,
     NotOnGraph,
@@ -36,6 +38,7 @@ from gradviz.objects import (
     trace,
     watch,
 )
+from gradviz.render.backend import use_graphviz
 from gradviz.render.options import RenderKeywords, RenderOptions
 from gradviz.render.theme import THEMES, Theme
 from gradviz.replay.frames import ForwardFrame, Frame
@@ -58,7 +61,9 @@ __all__ = [
     "GradvizWarning",
     "Graph",
     "GraphFreed",
+    "GraphvizFailed",
     "GraphvizNotFound",
+    "GraphvizTimeout",
     "HookChange",
     "InplaceFinding",
     "InplaceReport",
@@ -86,6 +91,7 @@ __all__ = [
     "record",
     "record_grad",
     "trace",
+    "use_graphviz",
     "watch",
 ]
 

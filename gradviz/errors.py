@@ -9,7 +9,9 @@ __all__ = [
     "GradvizError",
     "GradvizWarning",
     "GraphFreed",
+    "GraphvizFailed",
     "GraphvizNotFound",
+    "GraphvizTimeout",
     "InvalidArgument",
     "InvalidInput",
     "NotOnGraph",
@@ -19,11 +21,12 @@ __all__ = [
 ]
 
 GRAPHVIZ_INSTALL_HINT = (
-    "Install the Graphviz 'dot' program:\n"
+    "gradviz draws with an embedded Graphviz (pip install graphviz-pure, which\n"
+    "pip install torch-gradviz installs), or with the Graphviz 'dot' program:\n"
     "  Debian/Ubuntu: sudo apt-get install graphviz\n"
     "  macOS:         brew install graphviz\n"
     "  conda:         conda install -c conda-forge graphviz\n"
-    "(the Python package 'graphviz' only drives it)."
+    "GRADVIZ_GRAPHVIZ=embedded|system (or gradviz.use_graphviz) chooses between them."
 )
 
 
@@ -49,13 +52,22 @@ class GraphFreed(GradvizError, RuntimeError):
 
 
 class GraphvizNotFound(GradvizError, RuntimeError):
-    """The Graphviz ``dot`` program is not installed or not on PATH."""
+    """Neither the embedded Graphviz nor the ``dot`` program can run here."""
 
     def __init__(self, detail: str = "") -> None:
-        message = "Graphviz was not found. " + GRAPHVIZ_INSTALL_HINT
+        message = "Graphviz cannot run here. " + GRAPHVIZ_INSTALL_HINT
         if detail:
             message += f"\n(detail: {detail})"
         super().__init__(message)
+        self.detail = detail
+
+
+class GraphvizFailed(GradvizError, RuntimeError):
+    """Graphviz ran but failed, or returned output that is not a drawing."""
+
+
+class GraphvizTimeout(GraphvizFailed):
+    """A Graphviz call did not finish within its time limit and was stopped."""
 
 
 class BackwardFailed(GradvizError, RuntimeError):

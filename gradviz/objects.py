@@ -18,6 +18,7 @@ from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
 from gradviz.analysis.order import predict_order, predicted_order
+from gradviz.atomic import atomic_write
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import watch as _watch
@@ -59,9 +60,14 @@ class Graph(_graph.Graph):
         """The graph laid out by Graphviz ``dot``, as SVG text."""
         return graph_svg(self, **options)
 
-    def save(self, path: str | Path, **options: Unpack[RenderKeywords]) -> Path:
-        """Write .svg, .png, .pdf, .dot or .json, chosen by the file's suffix."""
-        return write_graph(self, Path(path), **options)
+    def save(
+        self, path: str | Path, *, dpi: float | None = None, **options: Unpack[RenderKeywords]
+    ) -> Path:
+        """Write .svg, .png, .pdf, .dot or .json, chosen by the file's suffix, atomically;
+        ``dpi=`` sets a PNG's resolution."""
+        if dpi is None:
+            return write_graph(self, Path(path), **options)
+        return write_graph(self, Path(path), dpi=dpi, **options)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter display: the SVG, and a text summary where SVG cannot be shown."""
@@ -118,11 +124,11 @@ class Recording(_recording.Recording):
         target.parent.mkdir(parents=True, exist_ok=True)
         suffix = target.suffix.lower()
         if suffix == ".json":
-            target.write_text(json_text(self.to_dict(), indent=1), encoding="utf-8")
+            atomic_write(target, json_text(self.to_dict(), indent=1))
         elif suffix == ".svg":
-            target.write_text(self.svg(**options), encoding="utf-8")
+            atomic_write(target, self.svg(**options))
         elif suffix == ".html":
-            target.write_text(replay_html(self, **options), encoding="utf-8")
+            atomic_write(target, replay_html(self, **options))
         else:
             raise ValueError(f"cannot save {target.name!r}: use .svg, .html or .json")
         return target

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from gradviz.render.backend import dot_available
+
 GOLDEN = Path(__file__).parent / "golden"
 
 
@@ -26,8 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _missing(marker: str) -> str | None:
-    if marker == "needs_dot" and shutil.which("dot") is None:
-        return "Graphviz 'dot' is not installed (make test installs it)"
+    if marker == "needs_dot" and not dot_available():
+        return "neither the embedded Graphviz nor 'dot' can run (pip install torch-gradviz)"
     if marker == "browser" and shutil.which("chromium") is None:
         return "Debian's chromium is not installed (make test installs it)"
     return None

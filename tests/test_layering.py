@@ -17,13 +17,14 @@ PACKAGE = Path(gradviz.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "escape": set(),
-    "model": {"errors", "escape"},
-    "render": {"model", "errors", "escape"},
-    "analysis": {"model", "render", "errors", "escape"},
-    "capture": {"model", "analysis", "errors", "escape"},
-    "explain": {"model", "analysis", "capture", "errors", "escape"},
-    "replay": {"model", "analysis", "render", "explain", "errors", "escape"},
-    "stepper": {"model", "analysis", "render", "explain", "replay", "errors", "escape"},
+    "atomic": set(),
+    "model": {"errors", "escape", "atomic"},
+    "render": {"model", "errors", "escape", "atomic"},
+    "analysis": {"model", "render", "errors", "escape", "atomic"},
+    "capture": {"model", "analysis", "errors", "escape", "atomic"},
+    "explain": {"model", "analysis", "capture", "errors", "escape", "atomic"},
+    "replay": {"model", "analysis", "render", "explain", "errors", "escape", "atomic"},
+    "stepper": {"model", "analysis", "render", "explain", "replay", "errors", "escape", "atomic"},
 }
 BELOW_OBJECTS = set(ALLOWED)
 ALLOWED["objects"] = BELOW_OBJECTS

@@ -149,7 +149,10 @@ def test_displays_itself_in_jupyter() -> None:
 
 
 def test_missing_graphviz_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gradviz.render import backend
+
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(backend, "_embedded_program", lambda: None)  # no wheel either
     graph = lesson_graph("chain")
     with pytest.raises(GraphvizNotFound) as raised:
         graph.svg()
@@ -157,6 +160,7 @@ def test_missing_graphviz_names_the_install_command(monkeypatch: pytest.MonkeyPa
     assert "apt-get install graphviz" in message
     assert "brew install graphviz" in message
     assert "conda install" in message
+    assert "pip install graphviz-pure" in message
     bundle = graph._repr_mimebundle_()
     assert "image/svg+xml" not in bundle and "apt-get install graphviz" in bundle["text/plain"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gradviz.atomic import atomic_write
 from gradviz.model.graph import Graph
 from gradviz.render.backend import FORMATS, run_dot
 from gradviz.render.options import RenderOptions
@@ -27,19 +28,18 @@ def graph_svg(graph: Graph, **options: Any) -> str:
 
 
 def write_graph(graph: Graph, path: Path, **options: Any) -> Path:
-    """Save by suffix: .svg/.png/.pdf (laid out), .dot (DOT text) or .json (plain data)."""
+    """Save by suffix: .svg/.png/.pdf (laid out), .dot (DOT text) or .json (plain data).
+    ``dpi=`` sets a PNG's resolution. Every file is written atomically."""
     suffix = path.suffix.lower().lstrip(".")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    dpi = options.pop("dpi", None)
+    if dpi is not None and suffix != "png":
+        raise TypeError("dpi= applies to .png files only")
     if suffix == "json":
         if options:
             raise TypeError(".json saves the data only; render options do not apply")
-        path.write_text(graph.to_json(), encoding="utf-8")
-    elif suffix == "dot":
-        path.write_text(graph_dot(graph, **options), encoding="utf-8")
-    elif suffix in FORMATS:
-        path.write_bytes(run_dot(graph_dot(graph, **options), suffix))
-    else:
-        raise ValueError(
-            f"cannot save {path.name!r}: use a .svg, .png, .pdf, .dot or .json file name"
-        )
-    return path
+        return atomic_write(path, graph.to_json())
+    if suffix == "dot":
+        return atomic_write(path, graph_dot(graph, **options))
+    if suffix in FORMATS:
+        return atomic_write(path, run_dot(graph_dot(graph, **options), suffix, dpi=dpi))
+    raise ValueError(f"cannot save {path.name!r}: use a .svg, .png, .pdf, .dot or .json file name")

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gradviz.atomic import atomic_write
 from gradviz.explain.steps import describe_step, narrate
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.recording import Recording, short_text, value_text
@@ -584,11 +585,11 @@ def save_steps(recording: Recording, folder: Path, **options: Any) -> list[Path]
     for forward_index in range(1, count + 1):
         path = folder / f"forward-{forward_index:03d}.svg"
         svg = step_svg(recording, forward_index - count - 1, **options)
-        path.write_text(svg, encoding="utf-8")
+        atomic_write(path, svg)
         written.append(path)
     for index in range(len(recording.steps) + 1):
         path = folder / f"step-{index:03d}.svg"
-        path.write_text(step_svg(recording, index, **options), encoding="utf-8")
+        atomic_write(path, step_svg(recording, index, **options))
         written.append(path)
     return written
 

@@ -158,6 +158,60 @@ def median_peak(run: Callable[[], Any], repeat: int, setup: Callable[[], Any]) -
     return statistics.median(peaks)
 
 
+# -- the Graphviz backends on the same DOT ---------------------------------------------------
+def backend_layouts(dot: str, repeat: int) -> dict[str, Any]:
+    """``run_dot`` to SVG with the embedded Graphviz and with the system ``dot`` (when on
+    PATH), same DOT, same layout plan; the ratio is system / embedded."""
+    out: dict[str, Any] = {}
+    for backend in ("embedded", "system"):
+        gradviz.use_graphviz(backend)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", GradvizWarning)
+                out[f"layout_{backend}_s"], _ = median_time(lambda: run_dot(dot, "svg"), repeat)
+        except gradviz.GraphvizNotFound:
+            out[f"layout_{backend}_s"] = None
+        finally:
+            gradviz.use_graphviz(None)
+    embedded = out["layout_embedded_s"]
+    out["system_vs_embedded"] = (
+        None if embedded is None else _ratio(out["layout_system_s"], embedded)
+    )
+    return out
+
+
+def first_svg_in_a_fresh_process() -> dict[str, float]:
+    """Seconds to import gradviz, then to draw the first lesson SVG, in a new interpreter."""
+    code = (
+        "import time; t0 = time.perf_counter(); import gradviz; t1 = time.perf_counter(); "
+        "from gradviz.teaching.lessons import lesson; b = lesson('ten-ops').build(); "
+        "gradviz.trace(*b.roots, names=b.names).svg(); t2 = time.perf_counter(); "
+        "print(t1 - t0, t2 - t1)"
+    )
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    import_s, first_s = (float(x) for x in done.stdout.split())
+    return {"import_s": import_s, "first_svg_s": first_s}
+
+
+def backend_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["Graphviz backends, run_dot to SVG (s):", f"{'workload':24} embedded   system  ratio"]
+    for row in rows:
+        emb, sys_ = row.get("layout_embedded_s"), row.get("layout_system_s")
+        ratio = row.get("system_vs_embedded")
+        lines.append(
+            f"{row['workload']:24} {_seconds(emb):>8} {_seconds(sys_):>8} {_seconds(ratio):>6}"
+        )
+    return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 # -- one workload ----------------------------------------------------------------------------
 def measure(work: Workload, repeat: int) -> dict[str, Any]:
     loss = work.forward()
@@ -177,6 +231,7 @@ def measure(work: Workload, repeat: int) -> dict[str, Any]:
         warnings.simplefilter("always", GradvizWarning)
         row["layout_s"], svg = median_time(lambda: run_dot(dot, "svg"), 1 if big else rep)
     row["layout_fallback"] = any(issubclass(w.category, GradvizWarning) for w in caught)
+    row.update(backend_layouts(dot, 1 if big else rep))
     row["svg_bytes"] = len(svg)
 
     if torchviz is not None:
@@ -468,6 +523,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {row['workload']}: rec sum rounds {s_lo:.2f}–{s_hi:.2f}×, "
                 f"rec all rounds {a_lo:.2f}–{a_hi:.2f}×"
             )
+    print()
+    print(backend_table(rows))
+    fresh = first_svg_in_a_fresh_process()
+    print(
+        f"fresh process: import gradviz {fresh['import_s']:.3f} s, "
+        f"then the first SVG {fresh['first_svg_s']:.3f} s"
+    )
     checks = verdicts(rows + ([cold] if cold is not None else []))
     print()
     print(issue_table(checks))
@@ -508,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
                 "memory_method": MEMORY_METHOD,
                 "rows": rows,
                 "cold_start": cold,
+                "fresh_process": fresh,
                 "targets": checks,
             },
             indent=1,
