@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -21,9 +21,10 @@ import torch
 from gradviz.analysis.flow import check_flow
 from gradviz.analysis.nonfinite import find_origins
 from gradviz.analysis.order import predicted_order
-from gradviz.capture import _autograd
+from gradviz.capture import _autograd, arguments
 from gradviz.capture._interrupts import deferred_interrupts
 from gradviz.capture._own_ops import own_ops
+from gradviz.capture.arguments import InputTensors, TensorOrTensors
 from gradviz.capture.hooks import HookHandles, one_hook_will_do
 from gradviz.capture.ondemand import settle_grads
 from gradviz.capture.trace import Params, gc_paused, trace
@@ -38,6 +39,7 @@ __all__ = [
     "MEMORY_BUDGET",
     "InputTensors",
     "Keep",
+    "TensorOrTensors",
     "record",
     "record_grad",
 ]
@@ -50,8 +52,7 @@ AUTO_ALL_MAX_BYTES = 64 << 20  # 64 MiB
 # GradvizWarning after the backward says so.
 MEMORY_BUDGET = 1 << 30  # 1 GiB
 
-TensorOrTensors = torch.Tensor | Sequence[torch.Tensor]
-InputTensors = torch.Tensor | Iterable[torch.Tensor]
+
 PreHook = Callable[[tuple[torch.Tensor | None, ...]], None]
 PostHook = Callable[[tuple[torch.Tensor | None, ...], tuple[torch.Tensor | None, ...]], None]
 
@@ -79,14 +80,14 @@ def record(
     ``MEMORY_BUDGET``, 1 GiB; ``None``: no limit); the rest is kept as summaries, and a
     ``GradvizWarning`` after the backward says from which step on.
     """
-    _check_options(keep, memory_budget)
-    input_list = None if inputs is None else _input_list(inputs, "inputs")
+    arguments.check_options(keep, memory_budget)
+    input_list = None if inputs is None else arguments.input_list(inputs, "inputs")
     with own_ops():  # inside watch(): gradviz's ops are not the user's forward pass
         graph = trace(*roots, params=params, names=names)
         recorder = _Recorder(
             graph, keep, create_graph, mode="backward", memory_budget=memory_budget
         )
-        seeds = _seeds(roots, gradient, "gradient")
+        seeds = arguments.seeds(roots, gradient, "gradient")
         recorder.set_seeds(roots, seeds)
         input_nodes = _input_nodes(graph, input_list)
 
@@ -118,13 +119,13 @@ def record_grad(
 
     No ``AccumulateGrad`` runs and no ``.grad`` changes, exactly as in PyTorch.
     """
-    _check_options(keep, memory_budget)
-    roots = _as_tuple(outputs)
-    input_tuple = _input_list(inputs, "inputs")
+    arguments.check_options(keep, memory_budget)
+    roots = arguments.as_tuple(outputs)
+    input_tuple = arguments.input_list(inputs, "inputs")
     with own_ops():  # inside watch(): gradviz's ops are not the user's forward pass
         graph = trace(*roots, params=params, names=names)
         recorder = _Recorder(graph, keep, create_graph, mode="grad", memory_budget=memory_budget)
-        seeds = _seeds(roots, grad_outputs, "grad_outputs")
+        seeds = arguments.seeds(roots, grad_outputs, "grad_outputs")
         recorder.set_seeds(roots, seeds)
         result: list[tuple[torch.Tensor | None, ...]] = []
 
@@ -141,103 +142,6 @@ def record_grad(
 
         recording = recorder.run(run, _input_nodes(graph, input_tuple), roots[0].device)
     return result[0], recording
-
-
-def _as_tuple(value: TensorOrTensors) -> tuple[torch.Tensor, ...]:
-    if isinstance(value, torch.Tensor):
-        return (value,)
-    return tuple(value)
-
-
-def _check_options(keep: object, memory_budget: object) -> None:
-    """Bad options fail here, before any hook exists, not as a failure inside backward."""
-    if keep not in ("auto", "all", "summary"):
-        raise InvalidArgument(f"keep must be 'auto', 'all' or 'summary', not {keep!r}")
-    if memory_budget is not None and (
-        isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 0
-    ):
-        raise InvalidArgument(
-            f"memory_budget must be a number of bytes (an int >= 0, e.g. 2**30) or None, "
-            f"not {memory_budget!r}"
-        )
-
-
-def _input_list(inputs: InputTensors, argument: str) -> tuple[torch.Tensor, ...]:
-    """``inputs`` read once (``model.parameters()`` is a generator), each checked."""
-    tensors = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
-    if not tensors:
-        raise InvalidArgument(f"{argument}= is empty: give the tensors to compute gradients for")
-    for index, tensor in enumerate(tensors):
-        if not isinstance(tensor, torch.Tensor):
-            raise InvalidArgument(
-                f"{argument}[{index}] is a {type(tensor).__name__}, not a tensor; {argument}= "
-                "takes the tensors to compute gradients for"
-            )
-        if not tensor.requires_grad:
-            raise InvalidArgument(
-                f"{argument}[{index}] (shape {tuple(tensor.shape)}) does not require grad: "
-                "autograd cannot compute a gradient for it"
-            )
-    return tensors
-
-
-def _seeds(
-    roots: tuple[torch.Tensor, ...], gradient: TensorOrTensors | None, argument: str
-) -> tuple[torch.Tensor, ...]:
-    """The gradients entering the roots: as given, or 1 for scalar roots (as PyTorch does).
-
-    Checked as PyTorch checks them, but here: failing inside the engine, before any node
-    ran, would read as a failure of some hook."""
-    given: tuple[object, ...]
-    if gradient is None:
-        given = (None,) * len(roots)
-    elif isinstance(gradient, torch.Tensor):
-        given = (gradient,)
-    elif isinstance(gradient, Sequence) and not isinstance(gradient, str):
-        given = tuple(gradient)
-    else:
-        raise InvalidArgument(
-            f"{argument}= takes a tensor or a sequence of tensors (one per root), "
-            f"not a {type(gradient).__name__}"
-        )
-    if len(given) != len(roots):
-        raise InvalidArgument(
-            f"got {len(given)} gradients for {len(roots)} roots; give one per root"
-        )
-    seeds: list[torch.Tensor] = []
-    for index, (root, grad) in enumerate(zip(roots, given, strict=True)):
-        if grad is None:
-            if root.numel() != 1:
-                raise InvalidArgument(
-                    f"root {index} has shape {tuple(root.shape)}: a non-scalar root needs "
-                    "gradient= (e.g. gradient=torch.ones_like(root)), as in tensor.backward()"
-                )
-            grad = torch.ones_like(root, memory_format=torch.preserve_format)
-        seeds.append(_checked_seed(index, root, grad, argument))
-    return tuple(seeds)
-
-
-def _checked_seed(index: int, root: torch.Tensor, grad: object, argument: str) -> torch.Tensor:
-    where = f"{argument} for root {index}"
-    if not isinstance(grad, torch.Tensor):
-        raise InvalidArgument(f"{where} is a {type(grad).__name__}, not a tensor")
-    if grad.shape != root.shape:
-        raise InvalidArgument(
-            f"{where} has shape {tuple(grad.shape)}, but the root has shape "
-            f"{tuple(root.shape)}: give a gradient of the root's shape "
-            "(e.g. torch.ones_like(root))"
-        )
-    if grad.is_complex() != root.is_complex():
-        kinds = {True: "complex", False: "real"}
-        raise InvalidArgument(
-            f"{where} is {kinds[grad.is_complex()]}, but the root is "
-            f"{kinds[root.is_complex()]}: give a gradient of the root's kind"
-        )
-    if grad.device != root.device:
-        raise InvalidArgument(
-            f"{where} is on {grad.device}, but the root is on {root.device}: move it there"
-        )
-    return grad
 
 
 def _same_layout(kept: GradValue, grad: torch.Tensor) -> bool:

@@ -29,6 +29,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from gradviz.analysis.inplace import explain_in_message
+from gradviz.capture import op_values
 from gradviz.capture._interrupts import deferred_interrupts
 from gradviz.capture._own_ops import running as own_ops_running
 from gradviz.capture.names import Bindings, loop_variables, prime
@@ -37,8 +38,6 @@ from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
 from gradviz.model.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
 from gradviz.model.graph import Graph
 from gradviz.model.recording import Recording
-from gradviz.model.summarize import SMALL_NUMEL, summarize
-from gradviz.model.values import Role, Summary
 
 __all__ = ["Watch", "watch"]
 
@@ -72,50 +71,6 @@ def watch(model: torch.nn.Module | None = None, names: Mapping[str, Any] | None 
     and wins over every name gradviz finds itself.
     """
     return Watch(model=model, names=names)
-
-
-def _version(tensor: torch.Tensor) -> int | None:
-    try:
-        return int(tensor._version)
-    except RuntimeError:  # inference tensors track no version
-        return None
-
-
-def _role(tensor: torch.Tensor) -> Role:
-    if not tensor.requires_grad:
-        return Role.CONSTANT
-    return Role.LEAF if tensor.is_leaf else Role.BRANCH
-
-
-def _cheap_summary(tensor: torch.Tensor) -> Summary | None:
-    try:
-        if tensor.numel() <= SMALL_NUMEL:
-            return summarize(tensor)
-        return Summary(
-            tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."), tensor.numel(), (), False
-        )
-    except RuntimeError:
-        return None
-
-
-def _flat_tensors(value: object) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, tuple | list):
-        return [t for item in value for t in _flat_tensors(item)]
-    return []
-
-
-def _scalar_text(value: object) -> tuple[bool | int | float | str | None, str]:
-    if isinstance(value, bool | int | float):
-        return value, repr(value)
-    text = repr(value)
-    return None, text if len(text) <= 40 else text[:37] + "..."
-
-
-def _op_name(func: Any) -> str:
-    """``mul``, ``add_``, ``__setitem__``, ...: the name the op has in Python."""
-    return str(getattr(func, "__name__", None) or repr(func))
 
 
 def _building_a_module() -> bool:
@@ -159,8 +114,8 @@ class _Mode(TorchFunctionMode):
             if attribute == "requires_grad" and args and isinstance(args[0], torch.Tensor):
                 self.owner._guard(self.owner._requires_grad_set, args[0], bool(args[1]))
             return out
-        inputs = _flat_tensors(args) + _flat_tensors(list(kwargs.values()))
-        before = [_version(t) for t in inputs]
+        inputs = op_values.flat_tensors(args) + op_values.flat_tensors(list(kwargs.values()))
+        before = [op_values.version(t) for t in inputs]
         seq_start = _get_sequence_nr()
         out = func(*args, **kwargs)
         seq_end = _get_sequence_nr()
@@ -308,12 +263,12 @@ class Watch:
                 name_source=None,
                 shape=tuple(tensor.shape),
                 dtype=str(tensor.dtype).removeprefix("torch."),
-                role=_role(tensor),
+                role=op_values.role(tensor),
                 requires_grad=tensor.requires_grad,
                 is_leaf=tensor.is_leaf,
-                data=_cheap_summary(tensor),
+                data=op_values.cheap_summary(tensor),
                 created_by=created_by,
-                version=_version(tensor),
+                version=op_values.version(tensor),
                 base=base_id,
                 grad_fn=None if tensor.grad_fn is None else type(tensor.grad_fn).__name__,
             )
@@ -324,10 +279,10 @@ class Watch:
 
     def _refresh(self, tensor_id: str, tensor: torch.Tensor) -> None:
         item = self.forward._by_id[tensor_id]
-        item.role = _role(tensor)
+        item.role = op_values.role(tensor)
         item.requires_grad = tensor.requires_grad
         item.is_leaf = tensor.is_leaf
-        item.version = _version(tensor)
+        item.version = op_values.version(tensor)
         item.grad_fn = None if tensor.grad_fn is None else type(tensor.grad_fn).__name__
 
     # -- what the mode and hooks report ------------------------------------------------------
@@ -369,13 +324,13 @@ class Watch:
         seq_start: int,
         seq_end: int,
     ) -> None:
-        outputs = _flat_tensors(out)
-        name = _op_name(func)
+        outputs = op_values.flat_tensors(out)
+        name = op_values.op_name(func)
         bumps: list[VersionBump] = []
         index = len(self.forward.ops)
         input_ids = [self._tensor_id(t, None) for t in inputs]
         for tensor, tensor_id, old in zip(inputs, input_ids, before, strict=True):
-            new = _version(tensor)
+            new = op_values.version(tensor)
             if old is not None and new is not None and new != old:
                 bumps.append(VersionBump(tensor_id, old, new))
                 base = getattr(tensor, "_base", None)
@@ -387,7 +342,7 @@ class Watch:
         args_out: list[Arg] = []
         positional = [(str(i), value) for i, value in enumerate(args)]
         for position, value in positional + list(kwargs.items()):
-            tensors = _flat_tensors(value)
+            tensors = op_values.flat_tensors(value)
             if tensors:
                 for tensor in tensors:
                     position_text = position if len(tensors) == 1 else f"{position}[]"
@@ -399,7 +354,7 @@ class Watch:
                         )
                     )
             else:
-                scalar, text = _scalar_text(value)
+                scalar, text = op_values.scalar_text(value)
                 args_out.append(Arg(position, value=scalar, text=text))
         output_ids = [self._tensor_id(t, index) for t in outputs]
         for tensor, tensor_id in zip(outputs, output_ids, strict=True):
@@ -427,7 +382,7 @@ class Watch:
                 kind=kind,
                 inputs=tuple(args_out),
                 outputs=tuple(output_ids),
-                output_versions=tuple(_version(t) for t in outputs),
+                output_versions=tuple(op_values.version(t) for t in outputs),
                 grad_fns=tuple(
                     None if t.grad_fn is None else type(t.grad_fn).__name__ for t in outputs
                 ),
@@ -456,9 +411,9 @@ class Watch:
                 index=index,
                 name=f"requires_grad = {value}",
                 kind="requires_grad",
-                inputs=(Arg("0", tensor=tensor_id, version=_version(tensor)),),
+                inputs=(Arg("0", tensor=tensor_id, version=op_values.version(tensor)),),
                 outputs=(tensor_id,),
-                output_versions=(_version(tensor),),
+                output_versions=(op_values.version(tensor),),
                 grad_fns=(None,),
                 grad_fn_seqs=(None,),
                 bumps=(),
@@ -709,4 +664,4 @@ def _version_before(
     for candidate, version in zip(inputs, before, strict=True):
         if candidate is tensor:
             return version
-    return _version(tensor)
+    return op_values.version(tensor)

@@ -1,0 +1,57 @@
+"""What ``watch()`` notes of each op it sees: its name, its tensors' roles, versions and
+small summaries, and its Python scalars as text. Cheap by design: it runs on every op."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gradviz.model.summarize import SMALL_NUMEL, summarize
+from gradviz.model.values import Role, Summary
+
+__all__ = ["cheap_summary", "flat_tensors", "op_name", "role", "scalar_text", "version"]
+
+
+def version(tensor: torch.Tensor) -> int | None:
+    try:
+        return int(tensor._version)
+    except RuntimeError:  # inference tensors track no version
+        return None
+
+
+def role(tensor: torch.Tensor) -> Role:
+    if not tensor.requires_grad:
+        return Role.CONSTANT
+    return Role.LEAF if tensor.is_leaf else Role.BRANCH
+
+
+def cheap_summary(tensor: torch.Tensor) -> Summary | None:
+    try:
+        if tensor.numel() <= SMALL_NUMEL:
+            return summarize(tensor)
+        return Summary(
+            tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."), tensor.numel(), (), False
+        )
+    except RuntimeError:
+        return None
+
+
+def flat_tensors(value: object) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for item in value for t in flat_tensors(item)]
+    return []
+
+
+def scalar_text(value: object) -> tuple[bool | int | float | str | None, str]:
+    if isinstance(value, bool | int | float):
+        return value, repr(value)
+    text = repr(value)
+    return None, text if len(text) <= 40 else text[:37] + "..."
+
+
+def op_name(func: Any) -> str:
+    """``mul``, ``add_``, ``__setitem__``, ...: the name the op has in Python."""
+    return str(getattr(func, "__name__", None) or repr(func))
