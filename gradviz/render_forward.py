@@ -28,7 +28,15 @@ from gradviz.render import (
     tooltip,
 )
 
-__all__ = ["collapsed_box", "collapsed_members", "forward_aware_dot", "needs_forward"]
+__all__ = [
+    "CombinedSides",
+    "LinkSpec",
+    "collapsed_box",
+    "collapsed_members",
+    "combined_sides",
+    "forward_aware_dot",
+    "needs_forward",
+]
 
 _ARITHMETIC = frozenset(
     (
@@ -92,6 +100,37 @@ def forward_aware_dot(graph: Graph, options: RenderOptions) -> str:
 
 
 @dataclass(frozen=True)
+class LinkSpec:
+    """A link between the combined view's sides, drawn by gradviz (``gradviz.sidebyside``)."""
+
+    src: str  # DOT node names
+    dst: str
+    id: str
+    css_class: str
+    color: str
+    dash: str
+    arrow: bool
+    label: str | None  # the gradient it shows, plain text
+
+
+@dataclass(frozen=True)
+class CombinedSides:
+    """The watched combined view as the DOT of each side and the links between them."""
+
+    full: str  # the whole view in one DOT (no side clusters): ids and forward-frame timing
+    forward: str
+    backward: str
+    links: tuple[LinkSpec, ...]
+
+
+def combined_sides(graph: Graph, options: RenderOptions) -> CombinedSides:
+    """The watched combined view in parts, for laying its two sides out apart."""
+    if graph.forward is None:
+        raise ValueError(needs_forward("combined"))
+    return _Writer(graph, options, graph.forward, forward=True, backward=True).sides()
+
+
+@dataclass(frozen=True)
 class _Box:
     """One version of one forward tensor, as drawn."""
 
@@ -128,24 +167,46 @@ class _Writer(_DotWriter):
         self.node_group: dict[str, str] = {}  # backward node id -> collapsed box name
 
     # -- the whole picture ------------------------------------------------------------------
-    def write(self) -> str:
+    def write(self, clusters: bool = True) -> str:
+        """The DOT text; ``clusters=False`` leaves out the two side clusters (``sides``)."""
         self.lines = dot_header(self.theme, self.prefix, self.options.direction, compound="true")
+        self.cuts = [len(self.lines)]
         boxes: dict[tuple[str, int], _Box] = {}
-        both = self.show_forward and self.show_backward
+        both = self.show_forward and self.show_backward and clusters
         if self.show_forward:
             self._open("forward", "forward pass (what the code ran)", both)
             boxes = self._forward_side()
             self._close(both)
+        self.cuts.append(len(self.lines))
         if self.show_backward:
             self._open("backward", "backward graph (what autograd built)", both)
             self._backward_side()
             self._close(both)
+        self.cuts.append(len(self.lines))
         if self.show_forward and self.show_backward:
             self._links(boxes)
+        self.cuts.append(len(self.lines))
         if self.options.legend:
             self._legend()
         self.lines.append("}")
         return "\n".join(self.lines) + "\n"
+
+    def sides(self) -> CombinedSides:
+        """The combined view as two graphs laid out apart and the links drawn between them:
+        ``dot`` spends minutes routing hundreds of links across two clusters, seconds on
+        each side alone."""
+        self.link_specs: list[LinkSpec] = []
+        full = self.write(clusters=False)
+        head, forward_end, backward_end, links_end = self.cuts
+        header = self.lines[:head]
+        legend = self.lines[links_end:-1]
+        return CombinedSides(
+            full=full,
+            forward="\n".join([*header, *self.lines[head:forward_end], "}"]) + "\n",
+            backward="\n".join([*header, *self.lines[forward_end:backward_end], *legend, "}"])
+            + "\n",
+            links=tuple(self.link_specs),
+        )
 
     def _open(self, side: str, title: str, wanted: bool) -> None:
         if wanted:
@@ -452,6 +513,7 @@ class _Writer(_DotWriter):
         collapsed_seen: set[int] = set()
         depth = self.options.collapse_depth
         inside = {} if depth is None else collapsed_members(self.graph, depth)
+        params = self._parameters_inside(inside)
         for node in self.graph.nodes:
             module = self.data.node_modules.get(node.id)
             cluster, collapsed = self._group(module)
@@ -462,6 +524,8 @@ class _Writer(_DotWriter):
                     collapsed_seen.add(collapsed)
                     count = len(inside.get(collapsed, ()))
                     note = f"{count} node{'s' if count != 1 else ''} inside"
+                    if params.get(collapsed):
+                        note += f", {params[collapsed]} parameter{'s' * (params[collapsed] > 1)}"
                     self._module_box(name, collapsed, cluster, "gv_bmodule", note)
                 continue
             before = len(self.lines)
@@ -469,7 +533,9 @@ class _Writer(_DotWriter):
             written = self.lines[before:]
             del self.lines[before:]
             self.cluster_lines[cluster].extend(self._mark(w, node.id) for w in written)
+        links = [] if self.show_forward else self._leaf_boxes()
         self._emit_clusters("b")
+        self.lines.extend(links)
         merged: dict[tuple[str, str], list[Edge]] = {}
         for edge in self.graph.edges:
             src = self.node_group.get(edge.src)
@@ -482,8 +548,36 @@ class _Writer(_DotWriter):
             merged.setdefault((src or edge.src, dst or edge.dst), []).append(edge)
         for (src_name, dst_name), edges in merged.items():
             self._group_edge(src_name, dst_name, edges)
-        if not self.show_forward:
-            self._tensors()
+
+    def _parameters_inside(self, inside: dict[int, list[str]]) -> dict[int, int]:
+        """Collapsed module -> how many leaves (parameters) feed nodes inside its box."""
+        box_of = {node: module for module, nodes in inside.items() for node in nodes}
+        counts: dict[int, int] = defaultdict(int)
+        for record in self.graph.tensors:
+            if record.role is Role.LEAF and not record.is_root and record.node_id in box_of:
+                counts[box_of[record.node_id]] += 1
+        return counts
+
+    def _leaf_boxes(self) -> list[str]:
+        """Leaf tensors (parameters) go with their module: drawn in its cluster, or left out
+        when it is one box (its label counts them); returns the links, to write after the
+        clusters. Drawn apart, every parameter landed in one far row with long edges."""
+        links: list[str] = []
+        for record in self.graph.tensors:
+            if record.is_root or record.role is not Role.LEAF or record.node_id is None:
+                continue
+            if record.node_id in self.node_group:
+                continue  # inside a collapsed module: counted in its box
+            before = len(self.lines)
+            self._tensor_box(record, compact=True)
+            written = self.lines[before:]
+            del self.lines[before:]
+            if not written:
+                continue
+            cluster, _ = self._group(self.data.node_modules.get(record.node_id))
+            self.cluster_lines[cluster].append(written[0])
+            links.extend(written[1:])
+        return links
 
     def _group_edge(self, src: str, dst: str, edges: list[Edge]) -> None:
         """One edge into, out of or between collapsed boxes for the graph ``edges`` it merges.
@@ -511,11 +605,12 @@ class _Writer(_DotWriter):
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
         before = len(self.lines)
         super()._tensor_box(record, compact)
-        if self.node_group:
+        node_id = record.node_id
+        group = None if node_id is None else self.node_group.get(node_id)
+        if group is not None:
             for index in range(before, len(self.lines)):
-                for node_id, group in self.node_group.items():
-                    self.lines[index] = self.lines[index].replace(f" {node_id} ", f" {group} ")
-                    self.lines[index] = self.lines[index].replace(f" {node_id};", f" {group};")
+                self.lines[index] = self.lines[index].replace(f" {node_id} ", f" {group} ")
+                self.lines[index] = self.lines[index].replace(f" {node_id};", f" {group};")
         if before < len(self.lines):
             self.lines[before] = self._mark(self.lines[before], record.id)
 
@@ -551,6 +646,18 @@ class _Writer(_DotWriter):
                 self.lines.append(f"  {target} -> {made.name} {attributes};")
             else:
                 self.lines.append(f"  {made.name} -> {target} {attributes};")
+            self._spec(
+                LinkSpec(
+                    src=target if leaf else made.name,
+                    dst=made.name if leaf else target,
+                    id=f"{self.prefix}_{link_id}",
+                    css_class="gv_link",
+                    color=role.border,
+                    dash="5,2",
+                    arrow=True,
+                    label=None if record is None else self.options.link_labels.get(record.id),
+                )
+            )
         self._constant_links(boxes)
 
     def _node_of(
@@ -606,6 +713,24 @@ class _Writer(_DotWriter):
                     )
                     + ";"
                 )
+                self._spec(
+                    LinkSpec(
+                        src=made.name,
+                        dst=f"c_{slot_edge.src}_{slot_edge.slot}",
+                        id=f"{self.prefix}_k_{slot_edge.src}_{slot_edge.slot}",
+                        css_class="gv_constlink",
+                        color=self.theme.constant.border,
+                        dash="1,4",
+                        arrow=False,
+                        label=None,
+                    )
+                )
+
+    def _spec(self, spec: LinkSpec) -> None:
+        """Keep a link's drawing data when the sides are laid out apart (``sides``)."""
+        specs: list[LinkSpec] | None = getattr(self, "link_specs", None)
+        if specs is not None:
+            specs.append(spec)
 
 
 def _named(record: TensorRecord, data: Forward) -> TensorRecord:

@@ -37,7 +37,8 @@ from gradviz.graph import Role
 from gradviz.layout import SvgTemplate, run_dot, step_css
 from gradviz.recording import Recording, short_text, value_text
 from gradviz.render import RenderOptions, to_dot
-from gradviz.render_forward import collapsed_members
+from gradviz.render_forward import collapsed_members, combined_sides
+from gradviz.sidebyside import side_by_side_svg
 from gradviz.theme import Theme
 
 __all__ = [
@@ -576,6 +577,16 @@ def forward_css(theme: Theme, scope: str = "") -> str:
 # -- one layout, restyled per step ---------------------------------------------------------
 def replay_options(recording: Recording, **options: Any) -> RenderOptions:
     """Render options with every gradient that will flow laid out from the start."""
+    edge_labels, link_labels = _replay_labels(recording)
+    return RenderOptions.make(edge_labels=edge_labels, link_labels=link_labels, **options)
+
+
+def _replay_labels(recording: Recording) -> tuple[dict[str, str], dict[str, str]]:
+    """Every gradient label of the replay, summarised once per recording: summaries of big
+    tensors take seconds, and every view shows the same ones."""
+    cached: tuple[dict[str, str], dict[str, str]] | None = recording.__dict__.get("_labels")
+    if cached is not None:
+        return dict(cached[0]), dict(cached[1])
     graph = recording.graph
     edge_labels: dict[str, str] = {}
     for step in recording.steps:
@@ -593,7 +604,8 @@ def replay_options(recording: Recording, **options: Any) -> RenderOptions:
             leaf_step = recording.step_for(record.node_id)
             if leaf_step is not None and leaf_step.leaf_grad_after is not None:
                 link_labels[record.id] = "grad " + short_text(leaf_step.leaf_grad_after)
-    return RenderOptions.make(edge_labels=edge_labels, link_labels=link_labels, **options)
+    recording.__dict__["_labels"] = (edge_labels, link_labels)
+    return dict(edge_labels), dict(link_labels)
 
 
 def replay_layout(recording: Recording, **options: Any) -> tuple[SvgTemplate, RenderOptions]:
@@ -607,16 +619,28 @@ def _layout(
 ) -> tuple[SvgTemplate, RenderOptions, dict[str, int]]:
     """The cached layout, its options, and when each element appears (``_born``)."""
     render_options = replay_options(recording, **options)
-    dot = to_dot(recording.graph, render_options)
+    prefix = render_options.prefix or recording.graph.prefix
+    sides = None
+    if render_options.view == "combined" and recording.graph.forward is not None:
+        sides = combined_sides(recording.graph, render_options)  # laid out apart: see sidebyside
+        dot = sides.full
+    else:
+        dot = to_dot(recording.graph, render_options)
     cache: dict[str, tuple[SvgTemplate, dict[str, int]]] = recording.__dict__.setdefault(
         "_layouts", {}
     )
     key = hashlib.sha1(dot.encode()).hexdigest()
     if key not in cache:
-        prefix = render_options.prefix or recording.graph.prefix
         labelled = {f"{prefix}_e_{k.replace('.', '_')}" for k in render_options.edge_labels}
         labelled |= {f"{prefix}_l_{t}" for t in render_options.link_labels}
-        template = SvgTemplate(run_dot(dot, "svg").decode("utf-8"), labelled)
+        if sides is not None:
+            theme = render_options.theme
+            svg = side_by_side_svg(
+                sides, prefix, theme.background, theme.text, theme.step.grad_text
+            )
+        else:
+            svg = run_dot(dot, "svg").decode("utf-8")
+        template = SvgTemplate(svg, labelled)
         cache[key] = (template, _born(recording, dot))
     template, born = cache[key]
     return template, render_options, born
