@@ -330,7 +330,7 @@ class _Writer(_DotWriter):
             ids = {"id": f"{self.prefix}_fe_{src}_{dst}"}  # the stepper reveals it by id
             edges.append(f"  {src} -> {dst} {_attrs(**ids, **attributes)};")
 
-        for op in data.ops:
+        for op in data.replayed:
             cluster, collapsed = self._group(op.module)
             if op.kind == "factory":
                 for tensor_id, version in zip(op.outputs, op.output_versions, strict=True):
@@ -616,7 +616,7 @@ class _Writer(_DotWriter):
 
     # -- links between the sides ------------------------------------------------------------
     def _links(self, boxes: dict[tuple[str, int], _Box]) -> None:
-        ops = self.data.ops
+        ops = self.data.replayed
         drawn = {line.split()[0] for line in self.lines if line.startswith("  ")}
         for (tensor_id, version), made in boxes.items():
             if made.name not in drawn:
@@ -684,7 +684,7 @@ class _Writer(_DotWriter):
 
     def _constant_links(self, boxes: dict[tuple[str, int], _Box]) -> None:
         """An off-graph tensor input left a None slot in its op's node: link the two."""
-        for op in self.data.ops:
+        for op in self.data.replayed:
             tensor_args = [a for a in op.inputs if a.tensor is not None]
             seqs = [s for s in op.grad_fn_seqs if s is not None]
             if not seqs or len(op.outputs) != 1:

@@ -162,7 +162,7 @@ class ForwardFrame:
 
 def _forward(recording: Recording) -> Forward:
     forward = recording.graph.forward
-    if forward is None or not forward.ops:
+    if forward is None or not forward.replayed:
         raise IndexError(
             "this recording has no forward frames: record it with gradviz.watch(), e.g.\n"
             "    with gradviz.watch() as w:\n        loss = model(x).sum()\n"
@@ -176,8 +176,9 @@ def _op_times(recording: Recording) -> tuple[dict[int, int], dict[str, int]]:
     forward = recording.graph.forward
     if forward is None:
         return {}, {}
-    count = len(forward.ops)
-    op_time = {op.index: position - count for position, op in enumerate(forward.ops)}
+    replayed = forward.replayed
+    count = len(replayed)
+    op_time = {op.index: position - count for position, op in enumerate(replayed)}
     node_time = {
         node_id: op_time[index] for node_id, index in forward.node_ops.items() if index in op_time
     }
@@ -195,10 +196,10 @@ def _op_outputs(op: FOp) -> tuple[str, ...]:
 def forward_frame(recording: Recording, index: int) -> ForwardFrame:
     """Forward frame ``index`` (1 .. F): the state once the index-th forward op has run."""
     forward = _forward(recording)
-    count = len(forward.ops)
+    count = len(forward.replayed)
     if not 1 <= index <= count:
         raise IndexError(f"forward frame {index} does not exist: this recording has 1 to {count}")
-    op = forward.ops[index - 1]
+    op = forward.replayed[index - 1]
     step = index - count - 1
     _, node_time = _op_times(recording)
     order = [n.id for n in recording.graph.nodes]
@@ -495,13 +496,13 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
     with their later end. Anything else (made before the watch, the legend) always shows.
     """
     forward = recording.graph.forward
-    if forward is None or not forward.ops:
+    if forward is None or not forward.replayed:
         return {}
     graph = recording.graph
     op_time, node_time = _op_times(recording)
     box_time: dict[tuple[str, int], int] = {}
     first_seen: dict[str, int | None] = {}
-    for op in forward.ops:
+    for op in forward.replayed:
         for arg in op.inputs:
             if arg.tensor is not None:
                 first_seen.setdefault(arg.tensor, None)  # existed before this op
@@ -511,7 +512,7 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
             box_time.setdefault((tensor_id, version or 0), op_time[op.index])
             first_seen.setdefault(tensor_id, op_time[op.index])
     module_time: dict[int, int] = {}
-    for op in forward.ops:
+    for op in forward.replayed:
         for scope in forward.module_chain(op.module):
             module_time.setdefault(scope.index, op_time[op.index])
     records = {r.id: r for r in graph.tensors}
