@@ -1127,7 +1127,7 @@ export class LocalModel {
   }
 }
 
-// The standalone page: each <script class="gv-replay-data"> holds one replay (JSON, or for big
+// The standalone page: each data script (class gv-replay-data) holds one replay (JSON, or for big
 // replays gzip+base64 that DecompressionStream inflates); mount it right after the script.
 // Returns a promise of the mounted models.
 export async function mountStandalone(doc = document) {
