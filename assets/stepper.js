@@ -46,7 +46,7 @@ const STEP_MS = 1000;
 const SCOPE = "#GVROOT";
 const MIN_TEXT_PX = 12; // the camera never shows node text smaller than this
 const NODE_FONT = 11; // Graphviz points (SVG user units) of node labels, as gradviz draws them
-const MAX_SCALE = 2.5; // and never zooms in further than this (CSS px per SVG unit)
+const MAX_SCALE = 1.6; // and never zooms in further than this (CSS px per SVG unit)
 const MAX_MATCHES = 400; // highlighted search matches at most
 let mounted = 0;
 
@@ -300,10 +300,12 @@ class Geometry {
     this.neighbours = null;
   }
 
+  // From the shapes' own attributes, not getBBox(): that would force the browser to lay out
+  // the whole SVG again after every step's class change (240 ms a step at 3,000 nodes).
   box(el) {
     let b = this.boxes.get(el);
     if (b) return b;
-    const r = el.getBBox();
+    const r = shapeBounds(el);
     const m = matrixTo(el, this.svg);
     const p = m.transformPoint(new DOMPoint(r.x, r.y));
     const q = m.transformPoint(new DOMPoint(r.x + r.width, r.y + r.height));
@@ -343,6 +345,38 @@ class Geometry {
   }
 }
 
+const NUMBERS = /-?\d*\.?\d+(?:e-?\d+)?/g;
+
+// The bounds of an element's drawn shapes in its own user space (x, y, width, height).
+function shapeBounds(el) {
+  let x0 = Infinity;
+  let y0 = Infinity;
+  let x1 = -Infinity;
+  let y1 = -Infinity;
+  const add = (x, y) => {
+    if (x < x0) x0 = x;
+    if (x > x1) x1 = x;
+    if (y < y0) y0 = y;
+    if (y > y1) y1 = y;
+  };
+  for (const shape of el.querySelectorAll("polygon, polyline, path, ellipse, text")) {
+    const tag = shape.localName;
+    if (tag === "ellipse") {
+      const cx = +shape.getAttribute("cx");
+      const cy = +shape.getAttribute("cy");
+      add(cx - +shape.getAttribute("rx"), cy - +shape.getAttribute("ry"));
+      add(cx + +shape.getAttribute("rx"), cy + +shape.getAttribute("ry"));
+    } else if (tag === "text") {
+      add(+shape.getAttribute("x"), +shape.getAttribute("y"));
+    } else {
+      const numbers = (shape.getAttribute(tag === "path" ? "d" : "points") || "").match(NUMBERS) || [];
+      for (let i = 0; i + 1 < numbers.length; i += 2) add(+numbers[i], +numbers[i + 1]);
+    }
+  }
+  if (x0 === Infinity) return { x: 0, y: 0, width: 0, height: 0 };
+  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+}
+
 function union(boxes) {
   const x0 = Math.min(...boxes.map((b) => b.x));
   const y0 = Math.min(...boxes.map((b) => b.y));
@@ -359,12 +393,28 @@ class Camera {
     this.onMove = onMove;
     this.following = true;
     this.view = null;
+    this.size = null; // the canvas's CSS size, kept by a ResizeObserver (no layout per step)
+    if (window.ResizeObserver) {
+      this.observer = new ResizeObserver((entries) => {
+        const r = entries[entries.length - 1].contentRect;
+        if (r.width && r.height) this.size = { width: r.width, height: r.height };
+      });
+      this.observer.observe(canvas);
+    }
+  }
+
+  rect() {
+    if (!this.size) {
+      const r = this.canvas.getBoundingClientRect();
+      if (!r.width || !r.height) return { width: 800, height: 600 };
+      this.size = { width: r.width, height: r.height };
+    }
+    return this.size;
   }
 
   // CSS px per SVG unit when `box` fills the canvas (preserveAspectRatio meet).
   scaleFor(box) {
-    const r = this.canvas.getBoundingClientRect();
-    if (!r.width || !r.height) return 1;
+    const r = this.rect();
     return Math.min(r.width / box.w, r.height / box.h);
   }
 
@@ -381,9 +431,9 @@ class Camera {
 
   // A box of the canvas's aspect at `scale`, centred on (cx, cy).
   boxAt(cx, cy, scale) {
-    const r = this.canvas.getBoundingClientRect();
-    const w = (r.width || 800) / scale;
-    const h = (r.height || 600) / scale;
+    const r = this.rect();
+    const w = r.width / scale;
+    const h = r.height / scale;
     return { x: cx - w / 2, y: cy - h / 2, w, h };
   }
 
@@ -446,12 +496,18 @@ class Minimap {
     if (!needed) return;
     this.home = view.home;
     if (this.url) URL.revokeObjectURL(this.url);
-    this.url = URL.createObjectURL(new Blob([text], { type: "image/svg+xml" }));
-    this.img.src = this.url;
     const aspect = view.home.h / view.home.w;
     const width = aspect > 1.5 ? Math.max(60, 180 / aspect) : 180;
+    const height = Math.min(aspect * width, 240);
     this.img.style.width = `${width}px`;
-    this.img.style.height = `${Math.min(aspect * width, 240)}px`;
+    this.img.style.height = `${height}px`;
+    // drawn at the minimap's own size and without text: an SVG image is rasterised on the
+    // page's thread, and a 3,000-node graph at full size with its labels took half a minute
+    const small = text
+      .replace(/<text\b[^>]*>[^<]*<\/text>/g, "")
+      .replace(/<svg\b([^>]*?)\swidth="[^"]*"\s+height="[^"]*"/, `<svg$1 width="${width * 2}" height="${height * 2}" preserveAspectRatio="none"`);
+    this.url = URL.createObjectURL(new Blob([small], { type: "image/svg+xml" }));
+    this.img.src = this.url;
   }
 
   update(box, active) {
@@ -688,6 +744,7 @@ export function mount(el, model) {
   });
   stage.append(minimap.el);
   cleanups.push(() => minimap.close());
+  cleanups.push(() => camera.observer && camera.observer.disconnect());
 
   function setFollow(on) {
     camera.following = on;
@@ -784,6 +841,7 @@ export function mount(el, model) {
     canvas.replaceChildren(view.svg);
     const natural = view.home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
     canvas.style.height = `${Math.max(180, Math.min(natural + 8, 640))}px`;
+    camera.size = null; // measured again once, for this height
     view.showBox();
     camera.start(view);
     minimap.show(view, svgText(name), camera.scaleFor(view.home) < Camera.readable());

@@ -47,6 +47,10 @@ ACTIVE = """(root) => {
 }"""
 
 
+SEED = """(r) => { const s = r.querySelector('.gv-slider'); s.value = '0';
+  s.dispatchEvent(new Event('input')); }"""
+
+
 def _gpt_recording() -> Recording:
     torch.manual_seed(0)
     model = GPT(vocab=64, d_model=32, layers=4, seq=8)
@@ -99,7 +103,7 @@ def test_camera_keeps_the_active_node_on_screen_and_readable(
             "s.dispatchEvent(new Event('change')); }",
             [root, "collapsed" if view.startswith("collapsed") else view],
         )
-        page.evaluate("(r) => { r.querySelector('.gv-first').click(); }", root)
+        page.evaluate(SEED, root)  # the backward pass starts
         assert root.get_attribute("data-view") == view
         seen = 0
         for _ in range(40):
@@ -145,7 +149,7 @@ def test_search_finds_highlights_and_jumps(browser: Any, gpt_page: tuple[Recordi
     recording, path = gpt_page
     page, root, errors = _open(browser, path)
     page.evaluate("(r) => r.querySelector('.gv-first').click()", root)
-    page.fill(".gv-search-input", "norm.weight")
+    page.fill(".gv-search-input", "norm1.weight")  # one per block
     found = root.get_attribute("data-found")
     assert found is not None
     node = recording.graph.node(found)
@@ -246,6 +250,7 @@ def test_incremental_classes_match_python_after_any_jump(
     page.close()
 
 
+@pytest.mark.filterwarnings("ignore::gradviz.errors.GradvizWarning")  # biglayout's notice
 def test_a_3000_node_page_is_interactive(browser: Any, tmp_path: Path) -> None:
     forward = synthetic(3000)
     recording = gradviz.record(forward())
