@@ -92,9 +92,15 @@ def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
     if options.fold:
         if options.view == "forward":
             raise ValueError("fold= draws the backward graph; use view='backward' with it")
-        from gradviz.fold import fold_graph
+        from gradviz.fold import fold_with_reason
 
-        graph = fold_graph(graph, 2 if options.fold is True else int(options.fold))
+        graph, why = fold_with_reason(graph, 2 if options.fold is True else int(options.fold))
+        if why:
+            import warnings
+
+            from gradviz.errors import GradvizWarning
+
+            warnings.warn(f"fold=True folded nothing: {why}", GradvizWarning, stacklevel=3)
     if options.view == "forward" or graph.forward is not None or options.modules or options.marks:
         from gradviz.render_forward import forward_aware_dot  # views that use watch() data
 

@@ -353,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default="all", help="run workloads whose name has this")
     parser.add_argument("--json", default="out/bench.json")
+    parser.add_argument(
+        "--replay", default="all", help="replay workloads to run ('none': skip the replay table)"
+    )
     args = parser.parse_args(argv)
 
     torch.set_num_threads(1)
@@ -382,6 +385,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"note: {row['workload']}: {key.split('_')[0]} failed: {row[key]}")
     if torchlens is None:
         print(f"note: torchlens not measured: {TORCHLENS_MISSING}")
+    replay: dict[str, Any] = {}
+    if args.replay != "none":
+        import replay_bench
+
+        replay = replay_bench.run(args.replay)
+        print()
+        print(replay_bench.report(replay))
     elapsed = time.perf_counter() - started
     print(f"\n{len(rows)} workloads in {elapsed:.0f} s; memory: {MEMORY_METHOD}")
 
@@ -408,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
                 "memory_method": MEMORY_METHOD,
                 "rows": rows,
                 "targets": checks,
+                "replay": replay,
             },
             indent=1,
         )
