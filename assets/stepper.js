@@ -474,8 +474,10 @@ class Minimap {
   constructor(onJump) {
     this.el = element("div", "gv-minimap");
     this.el.title = "Overview: click to go there";
-    this.img = element("img", "gv-minimap-img");
-    this.img.alt = "overview of the graph";
+    // a background image, not an <img>: the stepper holds no element that loads anything
+    this.img = element("div", "gv-minimap-img");
+    this.img.setAttribute("role", "img");
+    this.img.setAttribute("aria-label", "overview of the graph");
     this.frame = element("div", "gv-minimap-frame");
     this.dot = element("div", "gv-minimap-dot");
     this.el.append(this.img, this.frame, this.dot);
@@ -507,7 +509,7 @@ class Minimap {
       .replace(/<text\b[^>]*>[^<]*<\/text>/g, "")
       .replace(/<svg\b([^>]*?)\swidth="[^"]*"\s+height="[^"]*"/, `<svg$1 width="${width * 2}" height="${height * 2}" preserveAspectRatio="none"`);
     this.url = URL.createObjectURL(new Blob([small], { type: "image/svg+xml" }));
-    this.img.src = this.url;
+    this.img.style.backgroundImage = `url("${this.url}")`;
   }
 
   update(box, active) {

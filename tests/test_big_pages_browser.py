@@ -115,7 +115,8 @@ def test_camera_keeps_the_active_node_on_screen_and_readable(
             assert where["inside"], where
             assert where["textPx"] >= 12 - 1e-6, where
         assert seen > 5
-    assert page.query_selector(".gv-minimap:not([hidden]) img") is not None
+    minimap = page.query_selector(".gv-minimap:not([hidden]) .gv-minimap-img")
+    assert minimap is not None and "blob:" in (minimap.get_attribute("style") or "")
     assert errors == []
     page.close()
 
