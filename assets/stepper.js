@@ -468,20 +468,19 @@ class Camera {
   }
 }
 
-// The overview: the whole view as an image (cheap at any size: no DOM per node), the visible
-// part framed, the active node marked. Clicking it centres the camera there.
+// The overview: every node of the view as a small rectangle on a canvas (no image to load,
+// nothing per node in the DOM), the visible part framed, the active node marked. Clicking it
+// centres the camera there.
 class Minimap {
   constructor(onJump) {
     this.el = element("div", "gv-minimap");
     this.el.title = "Overview: click to go there";
-    // a background image, not an <img>: the stepper holds no element that loads anything
-    this.img = element("div", "gv-minimap-img");
+    this.img = element("canvas", "gv-minimap-img");
     this.img.setAttribute("role", "img");
     this.img.setAttribute("aria-label", "overview of the graph");
     this.frame = element("div", "gv-minimap-frame");
     this.dot = element("div", "gv-minimap-dot");
     this.el.append(this.img, this.frame, this.dot);
-    this.url = null;
     this.home = null;
     this.el.addEventListener("pointerdown", (event) => {
       event.stopPropagation();
@@ -493,23 +492,28 @@ class Minimap {
     });
   }
 
-  show(view, text, needed) {
+  show(view, needed) {
     this.el.hidden = !needed;
     if (!needed) return;
-    this.home = view.home;
-    if (this.url) URL.revokeObjectURL(this.url);
-    const aspect = view.home.h / view.home.w;
+    const h = (this.home = view.home);
+    const aspect = h.h / h.w;
     const width = aspect > 1.5 ? Math.max(60, 180 / aspect) : 180;
     const height = Math.min(aspect * width, 240);
     this.img.style.width = `${width}px`;
     this.img.style.height = `${height}px`;
-    // drawn at the minimap's own size and without text: an SVG image is rasterised on the
-    // page's thread, and a 3,000-node graph at full size with its labels took half a minute
-    const small = text
-      .replace(/<text\b[^>]*>[^<]*<\/text>/g, "")
-      .replace(/<svg\b([^>]*?)\swidth="[^"]*"\s+height="[^"]*"/, `<svg$1 width="${width * 2}" height="${height * 2}" preserveAspectRatio="none"`);
-    this.url = URL.createObjectURL(new Blob([small], { type: "image/svg+xml" }));
-    this.img.style.backgroundImage = `url("${this.url}")`;
+    this.img.width = Math.round(width * 2);
+    this.img.height = Math.round(height * 2);
+    const ctx = this.img.getContext("2d");
+    if (!ctx) return;
+    const sx = this.img.width / h.w;
+    const sy = this.img.height / h.h;
+    for (const node of view.svg.querySelectorAll("g.node")) {
+      const b = view.geometry.box(node);
+      const shape = node.querySelector("polygon, path, ellipse");
+      const fill = shape && shape.getAttribute("fill");
+      ctx.fillStyle = fill && fill !== "none" ? fill : "#9e9e9e";
+      ctx.fillRect((b.x - h.x) * sx, (b.y - h.y) * sy, Math.max(b.w * sx, 1.5), Math.max(b.h * sy, 1.5));
+    }
   }
 
   update(box, active) {
@@ -530,10 +534,6 @@ class Minimap {
       this.dot.style.left = `${(active.x + active.w / 2 - h.x) * sx - 3}px`;
       this.dot.style.top = `${(active.y + active.h / 2 - h.y) * sy - 3}px`;
     }
-  }
-
-  close() {
-    if (this.url) URL.revokeObjectURL(this.url);
   }
 }
 
@@ -745,7 +745,6 @@ export function mount(el, model) {
     camera.set({ ...b, x: x - b.w / 2, y: y - b.h / 2 });
   });
   stage.append(minimap.el);
-  cleanups.push(() => minimap.close());
   cleanups.push(() => camera.observer && camera.observer.disconnect());
 
   function setFollow(on) {
@@ -846,7 +845,7 @@ export function mount(el, model) {
     camera.size = null; // measured again once, for this height
     view.showBox();
     camera.start(view);
-    minimap.show(view, svgText(name), camera.scaleFor(view.home) < Camera.readable());
+    minimap.show(view, camera.scaleFor(view.home) < Camera.readable());
     for (const e of highlighted) e.classList.remove("gv-match", "gv-match-current");
     highlighted = [];
     shown = -1;
