@@ -44,7 +44,7 @@ system-browser:
 
 demo: setup
 	@echo "==> rendering the built-in lessons into $(OUT)/"
-	$(BIN)/python -m gradviz.demo $(OUT)
+	$(BIN)/python -m gradviz.teaching.gallery $(OUT)
 
 lint: setup
 	@echo "==> ruff"
@@ -61,13 +61,17 @@ pytest: setup system-browser
 
 test: lint typecheck pytest
 
+# JupyterLab refuses to start as root without --allow-root (containers, CI machines).
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS ?=
+
 lab: setup
 	@echo "==> JupyterLab on notebooks/ (Ctrl-C to stop)"
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(LAB_ROOT) $(LAB_ARGS) notebooks/
 
 assets: setup
 	@echo "==> regenerating the example diagrams in assets/"
-	$(BIN)/python -m gradviz.demo --assets assets
+	$(BIN)/python -m gradviz.teaching.gallery --assets assets
 
 # The peers gradviz is measured against; each is installed only if pip's plan pulls no
 # other torch (nor CUDA packages): the benchmark notes a peer that is missing.

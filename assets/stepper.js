@@ -1153,8 +1153,15 @@ export function mount(el, model) {
   };
 }
 
-// anywidget's entry point.
+// anywidget's entry point. Once the live stepper shows, the static picture published
+// beside it for places where widgets do not run (an exported page) steps aside.
 export function render({ model, el }) {
+  const fallback = String(model.get("fallback") || "");
+  if (fallback) {
+    for (const e of document.querySelectorAll(".gv-static[data-gv-fallback]")) {
+      if (e.getAttribute("data-gv-fallback") === fallback) e.style.display = "none";
+    }
+  }
   return mount(el, model);
 }
 

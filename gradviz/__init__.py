@@ -1,32 +1,45 @@
 """gradviz: see what PyTorch autograd really does.
 
 ``trace`` walks the real backward graph; ``Graph`` draws it with Graphviz. Nothing here
-imports IPython or ipywidgets: the notebook side loads them when first used.
+imports IPython or ipywidgets: the notebook side loads them when first used. The layers
+under this curated face are described in docs/architecture.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gradviz.analysis.inplace import InplaceFinding, InplaceReport
 from gradviz.errors import (
     BackwardFailed,
     GradvizError,
     GradvizWarning,
     GraphFreed,
     GraphvizNotFound,
+    InvalidArgument,
     NotOnGraph,
+    WatchNestingError,
 )
-from gradviz.forward import Forward
-from gradviz.graph import Edge, Graph, Node, Role, Summary, TensorRecord
-from gradviz.inplace import InplaceReport, explain_inplace
-from gradviz.record import record, record_grad
-from gradviz.recording import Recording, Step
-from gradviz.theme import THEMES, Theme
-from gradviz.trace import trace
-from gradviz.watch import Watch, WatchNestingError, watch
+from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
+from gradviz.model.graph import Edge, Node, SavedValue, TensorRecord
+from gradviz.model.recording import HookChange, Step
+from gradviz.model.values import Role, Summary
+from gradviz.objects import (
+    Graph,
+    Recording,
+    Watch,
+    explain_inplace,
+    record,
+    record_grad,
+    trace,
+    watch,
+)
+from gradviz.render.options import RenderKeywords, RenderOptions
+from gradviz.render.theme import THEMES, Theme
+from gradviz.replay.frames import ForwardFrame, Frame
 
 if TYPE_CHECKING:
-    from gradviz.widget import Stepper
+    from gradviz.stepper.widget import Stepper
 
 __version__ = "0.1.0"
 
@@ -34,17 +47,29 @@ __all__ = [
     "THEMES",
     "BackwardFailed",
     "Edge",
+    "FOp",
+    "FTensor",
     "Forward",
+    "ForwardFrame",
+    "Frame",
     "GradvizError",
     "GradvizWarning",
     "Graph",
     "GraphFreed",
     "GraphvizNotFound",
+    "HookChange",
+    "InplaceFinding",
     "InplaceReport",
+    "InvalidArgument",
+    "ModuleScope",
     "Node",
     "NotOnGraph",
     "Recording",
+    "RenderKeywords",
+    "RenderOptions",
     "Role",
+    "SavedValue",
+    "SourceLine",
     "Step",
     "Stepper",
     "Summary",
@@ -64,7 +89,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``Stepper`` loads anywidget, so it is imported on first use, not with gradviz."""
     if name == "Stepper":
-        from gradviz.widget import Stepper
+        from gradviz.stepper.widget import Stepper
 
         return Stepper
     raise AttributeError(f"module 'gradviz' has no attribute {name!r}")

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+
 __all__ = [
     "BackwardFailed",
     "GradvizError",
     "GradvizWarning",
     "GraphFreed",
     "GraphvizNotFound",
+    "InvalidArgument",
     "NotOnGraph",
+    "StepNotFound",
+    "WatchNestingError",
+    "backward_failed",
 ]
 
 GRAPHVIZ_INSTALL_HINT = (
@@ -54,3 +60,62 @@ class BackwardFailed(GradvizError, RuntimeError):
         super().__init__(message)
         self.recording = recording
         self.node_id = node_id
+
+
+class WatchNestingError(GradvizError, RuntimeError):
+    """``gradviz.watch()`` blocks cannot be nested."""
+
+
+class InvalidArgument(GradvizError, ValueError, TypeError):
+    """An argument gradviz cannot use (checked before anything runs). A ``ValueError`` and
+    a ``TypeError`` too, so that ``except`` clauses written for PyTorch's errors still work."""
+
+
+_failure_types: dict[type[BaseException], type[BackwardFailed]] = {}
+_failure_types_lock = threading.Lock()
+
+
+def backward_failed(
+    message: str, error: Exception, recording: object, node_id: str | None
+) -> Exception:
+    """What ``record()`` raises when the backward raised ``error``.
+
+    PyTorch's own ``RuntimeError`` becomes a ``BackwardFailed``. Any other type (the user's
+    own exception, from their hook or their ``autograd.Function``) becomes an instance of a
+    subclass of both ``BackwardFailed`` and that type, with the error's attributes: the
+    user's ``except`` still catches it, and it still carries the partial recording. When
+    no such subclass can exist (incompatible layouts, types that format their own fields),
+    the user's exception itself is returned, with gradviz's message as a note.
+    """
+    kind = type(error)
+    if kind is RuntimeError or isinstance(error, BackwardFailed):
+        return BackwardFailed(message, recording=recording, node_id=node_id)
+    try:
+        failed_type = _failure_type(kind)
+        failed = failed_type.__new__(failed_type, message)
+        for name, value in vars(error).items():
+            if name not in ("recording", "node_id"):
+                setattr(failed, name, value)
+        BackwardFailed.__init__(failed, message, recording=recording, node_id=node_id)
+        readable = message in str(failed)  # not so for types that format their own fields
+    except Exception:  # a type that cannot be combined with BackwardFailed, or built so
+        readable = False
+    if not readable:
+        error.add_note(f"gradviz: {message}")
+        return error
+    return failed
+
+
+def _failure_type(kind: type[BaseException]) -> type[BackwardFailed]:
+    """``BackwardFailed`` and ``kind`` in one class, made once per type."""
+    with _failure_types_lock:
+        made = _failure_types.get(kind)
+        if made is None:
+            made = type(f"BackwardFailed[{kind.__name__}]", (BackwardFailed, kind), {})
+            made.__module__ = __name__
+            _failure_types[kind] = made
+        return made
+
+
+class StepNotFound(GradvizError, IndexError):
+    """A step number outside the recording's steps."""

@@ -4,7 +4,7 @@ Names, labels and type names come from users and may hold anything: markup, DOT 
 control characters, unpaired surrogates, a 10,000-character string. On screen (DOT and
 hence SVG) such text is shortened to ``MAX_LABEL_CHARS`` and every character that XML
 cannot carry or a reader cannot see is replaced by a visible stand-in; the stepper's panel
-receives the whole text as JSON (``gradviz.html.json_for_script``) and shows it as text.
+receives the whole text as JSON (``gradviz.stepper.page.json_for_script``) and shows it as text.
 Pure stdlib, like ``render``.
 """
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +61,12 @@ def check_golden(name: str, text: str, update: bool) -> None:
         f"{name} differs from the golden file; if the change is intended, run "
         "pytest --update-golden and review the diff"
     )
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One headless Chromium context per test module (Debian's chromium, no network)."""
+    from tests.support.browser import chromium
+
+    with chromium(tmp_path_factory.mktemp("profile")) as context:
+        yield context

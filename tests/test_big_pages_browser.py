@@ -17,10 +17,10 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.html import unpack_state
-from gradviz.recording import Recording
-from gradviz.replay import classes_at, replay_born
-from tests.browser_support import chromium, open_local
+from gradviz.model.recording import Recording
+from gradviz.replay.frames import classes_at, replay_born
+from gradviz.stepper.page import unpack_state
+from tests.support.browser import chromium, open_local
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT, synthetic

@@ -11,12 +11,13 @@ import torch
 from torch import nn
 
 import gradviz
-from gradviz import layout, sidebyside
 from gradviz.errors import GradvizError
-from gradviz.html import available_views, replay_html, stepper_payload, unpack_state
-from gradviz.recording import Recording
-from gradviz.render import to_dot
-from gradviz.replay import step_svg, view_options
+from gradviz.model.recording import Recording
+from gradviz.render import backend, sidebyside
+from gradviz.render.views import to_dot
+from gradviz.replay.frames import step_svg
+from gradviz.replay.modules import view_options
+from gradviz.stepper.page import available_views, replay_html, stepper_payload, unpack_state
 
 pytestmark = pytest.mark.needs_dot
 
@@ -51,7 +52,7 @@ def test_combined_view_lays_each_side_out_alone(
     small: Recording, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     laid: list[str] = []
-    real = layout.run_dot
+    real = backend.run_dot
 
     def spy(dot: str, fmt: str = "svg", engine: str = "dot") -> bytes:
         laid.append(dot)
@@ -67,7 +68,7 @@ def test_combined_view_lays_each_side_out_alone(
     assert f'id="{prefix}_forward"' in svg and f'id="{prefix}_backward"' in svg
     # every link one dot run would draw is drawn, with the same id and class
     options = {**view_options("combined")}
-    from gradviz.replay import replay_options
+    from gradviz.replay.frames import replay_options
 
     dot = to_dot(small.graph, replay_options(small, **options))
     wanted = set(re.findall(r'id="([^"]+)" class="gv_link"', dot))

@@ -1,6 +1,6 @@
 """The stepper in a real browser: the offline page, and the widget inside JupyterLab.
 
-Chromium is driven as ``tests/browser_support.py`` describes. Each test prints the
+Chromium is driven as ``tests/support/browser.py`` describes. Each test prints the
 per-step latency it measured; none asserts on time.
 """
 
@@ -27,10 +27,10 @@ import torch
 
 import gradviz
 from gradviz.escape import MAX_LABEL_CHARS
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
-from gradviz.replay import classes_at, forward_frames, replay_born, replay_data
-from tests.browser_support import chromium, open_local
+from gradviz.model.recording import Recording
+from gradviz.replay.frames import classes_at, forward_frames, replay_born, replay_data
+from gradviz.teaching.lessons import lesson
+from tests.support.browser import chromium, open_local
 
 # The class each scheduled element carries, read inside one stepper only.
 READ_CLASSES = """([root, ids]) => {
@@ -171,7 +171,7 @@ READ_NONFINITE = (
 @pytest.mark.needs_dot
 def test_standalone_replay_marks_where_inf_first_appears(tmp_path: Path) -> None:
     """sqrt at 0 sends Inf: the page marks that node and edge from its step on, exactly
-    where gradviz.replay.classes_at does."""
+    where gradviz.replay.frames.classes_at does."""
     x = torch.tensor([0.0, 1.0, 4.0], requires_grad=True)
     recording = gradviz.record((x.sqrt() * 3).sum())
     (origin,) = recording.nonfinite_origins()
@@ -180,13 +180,13 @@ def test_standalone_replay_marks_where_inf_first_appears(tmp_path: Path) -> None
     with chromium(tmp_path / "profile") as context:
         page, _, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
-        for index in range(len(recording)):
+        for index in range(len(recording) + 1):
             want = sorted(k for k, v in classes_at(schedule, index).items() if "gv_nonfinite" in v)
             assert page.evaluate(READ_NONFINITE, root) == want, index
             assert bool(want) == (index >= origin.index)
             if index == origin.index:
                 assert "first appears here" in root.query_selector(".gv-panel").inner_text()
-            if index < len(recording) - 1:
+            if index < len(recording):
                 root.query_selector(".gv-next").click()
         assert not errors
 
@@ -197,7 +197,7 @@ def test_standalone_replay_grows_the_forward_pass_first(
     ten_ops_watched: Recording, tmp_path: Path
 ) -> None:
     """Under watch(): forward frames -12..-1 (one per op), then the seed and the backward
-    steps; in both views the classes at every frame are gradviz.replay.classes_at's."""
+    steps; in both views the classes at every frame are gradviz.replay.frames.classes_at's."""
     recording = ten_ops_watched
     page_file = recording.save(tmp_path / "replay.html")
     views = ("backward", "combined")
@@ -263,8 +263,8 @@ def test_module_views_collapse_and_expand(tmp_path: Path) -> None:
     """A watch(model) replay: in the collapsed views and the clustered one the classes at
     every frame are classes_at's; clicking a box opens it in the next depth's layout at the
     same step, where the node that runs is active inside its cluster."""
-    from gradviz.html import stepper_payload
-    from gradviz.render_forward import collapsed_members
+    from gradviz.render.watched import collapsed_members
+    from gradviz.stepper.page import stepper_payload
     from tests.test_module_views import residual_mlp
 
     recording = residual_mlp()
@@ -361,7 +361,7 @@ def test_module_views_collapse_and_expand(tmp_path: Path) -> None:
 KERNEL = "gradviz-browser-test"
 NOTEBOOK_CELLS = [
     "import gradviz\n"
-    "from gradviz.lessons import lesson\n"
+    "from gradviz.teaching.lessons import lesson\n"
     "built = lesson('ten-ops').build()\n"
     "recording = gradviz.record(*built.roots, names=built.names)\n"
     "stepper = gradviz.Stepper(recording)\n"

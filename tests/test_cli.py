@@ -62,7 +62,7 @@ def test_renders_a_training_step_unmodified(
         == 0
     )
     printed = capsys.readouterr().out
-    assert "recorded the script's own backward of 'loss'" in printed
+    assert "recorded backward() call 1 of 1 (the last), of 'loss'" in printed
 
     svg = (out / "model.svg").read_text()
     texts = {t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")}
@@ -115,7 +115,7 @@ torch.save(w.grad.clone(), "grad.pt")
     assert "recording the backward pass of 'other_loss'" in printed
 
     assert main([*args, "loss"]) == 0
-    assert "recorded the script's own backward of 'loss'" in capsys.readouterr().out
+    assert "call 1 of 1 (the last), of 'loss'" in capsys.readouterr().out
     plain = subprocess.run([sys.executable, str(path)], cwd=out, check=True)
     assert plain.returncode == 0
     assert torch.equal(torch.load(tmp_path / "grad.pt"), torch.load(out / "grad.pt"))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gradviz.demo import render_assets, render_lessons, write_themes
-from gradviz.lessons import LESSONS
-from gradviz.theme import THEMES
+from gradviz.render.theme import THEMES
+from gradviz.teaching.gallery import render_assets, render_lessons, write_themes
+from gradviz.teaching.lessons import LESSONS
 
 ASSETS = Path(__file__).parent.parent / "assets"
 

@@ -15,11 +15,11 @@ import torch
 import torch.nn.functional as F
 
 import gradviz
-from gradviz.explain import describe_step, narrate
-from gradviz.graph import format_number
-from gradviz.lessons import lesson
-from gradviz.record import Keep
-from gradviz.recording import Recording
+from gradviz.capture.record import Keep
+from gradviz.explain.steps import describe_step, narrate
+from gradviz.model.recording import Recording
+from gradviz.model.values import format_number
+from gradviz.teaching.lessons import lesson
 
 Fn = Callable[..., torch.Tensor]
 
@@ -172,7 +172,7 @@ def test_ten_ops_seed_and_constants(ten_ops: tuple[Recording, dict[str, torch.Te
 
 def test_describe_step_is_plain_json(ten_ops: tuple[Recording, dict[str, torch.Tensor]]) -> None:
     recording, _ = ten_ops
-    frames = [describe_step(recording, i) for i in range(len(recording))]
+    frames = [describe_step(recording, i) for i in range(len(recording) + 1)]
     assert json.loads(json.dumps(frames, ensure_ascii=False)) == frames
     assert frames[0]["type"] == "seed" and frames[0]["node"] is None
     for frame in frames[1:]:
@@ -464,7 +464,7 @@ def test_every_formula_in_an_mlp_agrees_with_the_recording() -> None:
     loss = (net(x).exp() - 1).pow(2).mean()
     recording = gradviz.record(loss, params=net, names={"x": x, "loss": loss}, retain_graph=True)
     ops = set()
-    for index in range(1, len(recording)):
+    for index in range(1, len(recording) + 1):
         info = describe_step(recording, index)
         assert info["op"], info["narration"]
         assert info["checked"] is True, info["narration"]
@@ -503,7 +503,7 @@ def test_second_derivative_graph_uses_no_borrowed_names() -> None:
     (made,), _ = gradviz.record_grad(f, x, create_graph=True, names={"x": x, "y": y, "f": f})
     df_dx = text_ready(made)
     (_,), recording = gradviz.record_grad(df_dx, x, names={"x": x, "df_dx": df_dx})
-    words = [narrate(recording, i) for i in range(len(recording))]
+    words = [narrate(recording, i) for i in range(len(recording) + 1)]
     # PyTorch on a fresh graph with the same values
     x2, y2 = leaves(x, y)
     (g1,) = torch.autograd.grad(5 * x2**2 * y2, x2, create_graph=True)
@@ -535,7 +535,7 @@ def test_gradient_graph_of_a_cube_names_the_numbers_not_y() -> None:
     y = x**3
     (g,) = torch.autograd.grad(y, x, create_graph=True)
     recording = gradviz.record(g, names={"x": x, "y": y, "g": g}, retain_graph=True)
-    words = [narrate(recording, i) for i in range(len(recording))]
+    words = [narrate(recording, i) for i in range(len(recording) + 1)]
     assert not any("′" in w for w in words), words
     assert words[1].startswith("MulBackward0 (g = 1·(x²·3)): got ∂g/∂g = 1;")
     (three,) = torch_grads(lambda t: t * 3, [x.detach() ** 2], torch.ones(()))

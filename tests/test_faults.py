@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.recording import Recording, Step
+from gradviz.model.recording import Recording, Step
 
 
 class Boom(torch.autograd.Function):
@@ -63,7 +63,7 @@ def count_steps(monkeypatch: pytest.MonkeyPatch) -> list[Step]:
         made.append(step)
         return step
 
-    monkeypatch.setattr(importlib.import_module("gradviz.record"), "Step", counting)
+    monkeypatch.setattr(importlib.import_module("gradviz.capture.record"), "Step", counting)
     return made
 
 
@@ -259,7 +259,7 @@ def test_two_threads_recording_at_once_never_mix_steps(gc_enabled: None) -> None
 def test_overlapping_pauses_end_with_the_last_one(
     gc_enabled: None,
 ) -> None:
-    from gradviz.trace import gc_paused
+    from gradviz.capture.trace import gc_paused
 
     gc.disable()
     with gc_paused():

@@ -14,9 +14,8 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
-from gradviz.replay import (
+from gradviz.model.recording import Recording
+from gradviz.replay.frames import (
     _layout,
     _schedule,
     classes_at,
@@ -25,6 +24,7 @@ from gradviz.replay import (
     replay_born,
     replay_data,
 )
+from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
 
@@ -64,14 +64,14 @@ def test_forward_frames_follow_the_ops_in_order(watched: Recording) -> None:
     assert forward is not None
     made = [forward.label(t) for f in frames for t in f.outputs if f.op.kind != "requires_grad"]
     assert made == list(LETTERS)  # a .. k, each made by its own op
-    assert watched.forward_frame(4).narration == (
+    assert watched.forward_frame(-9).narration == (  # the 4th of 12 ops: step 4 - 12 - 1
         f"c.requires_grad = True at {ops[3].line.short()}: "  # type: ignore[union-attr]
         "c joins the graph (a leaf that requires grad)"
     )
     assert "i = g / h at lessons.py:" in frames[9].narration
     assert frames[9].narration.endswith(": DivBackward0 recorded")
-    with pytest.raises(IndexError, match="1 to 12"):
-        watched.forward_frame(13)
+    with pytest.raises(IndexError, match="-12 to -1"):
+        watched.forward_frame(0)
 
 
 def test_each_backward_node_appears_with_the_op_that_made_it(watched: Recording) -> None:
@@ -142,7 +142,7 @@ def test_backward_frames_are_unchanged_by_watch(watched: Recording, plain: Recor
     reference = _schedule(plain, plain.graph.prefix)
     rename = {plain.graph.prefix: watched.graph.prefix}
     assert len(watched) == len(plain) and watched.order == plain.order
-    for index in range(len(watched)):
+    for index in range(len(watched) + 1):
         for view in ("backward", "combined"):
             assert classes_at(schedule, index, view) == {
                 k.replace(*next(iter(rename.items()))): v
@@ -158,7 +158,7 @@ def test_recordings_without_watch_have_no_forward_frames(plain: Recording, tmp_p
     assert [p.name for p in plain.save_steps(tmp_path)][:1] == ["step-000.svg"]
     assert "gv_future" not in plain.svg(step=0)
     with pytest.raises(IndexError, match="no forward frames"):
-        plain.forward_frame(1)
+        plain.forward_frame(-1)
     with pytest.raises(IndexError, match=r"steps 0 \(the seed\) to 7$"):
         plain.svg(step=-1)
 
@@ -167,7 +167,7 @@ def test_step_svgs_and_files_of_forward_frames(watched: Recording, tmp_path: Pat
     paths = watched.save_steps(tmp_path)
     names = [p.name for p in paths]
     assert names[:12] == [f"forward-{j:03d}.svg" for j in range(1, 13)]
-    assert names[12:] == [f"step-{i:03d}.svg" for i in range(len(watched))]
+    assert names[12:] == [f"step-{i:03d}.svg" for i in range(len(watched) + 1)]
     prefix = watched.graph.prefix
     first = paths[0].read_text()
     k_node = f"{prefix}_{watched.graph.tensor('k').node_id}"
@@ -188,10 +188,10 @@ def test_stepper_opens_on_the_first_forward_op(watched: Recording) -> None:
     assert stepper.step == stepper.first == -12 and stepper.last == 7
     assert stepper.frame.op is watched.forward_ops[0]  # type: ignore[union-attr]
     assert stepper.prev() == -12  # stays at the first forward op
-    assert stepper.goto_forward(10) == -3 and "DivBackward0" in stepper.frame.narration
-    assert stepper.next() == -2 and stepper.goto(3) == 3  # goto keeps backward numbering
+    assert stepper.goto(-3) == -3 and "DivBackward0" in stepper.frame.narration
+    assert stepper.next() == -2 and stepper.goto(3) == 3  # one numbering: -F..-1, 0, 1..N
     assert stepper.frame.active == watched.order[2]  # type: ignore[union-attr]
-    assert stepper.goto(-1) == 7  # negative counts from the end, like a list
+    assert stepper.goto(len(watched)) == 7  # the last step is N = len(recording)
     stepper.step = -1
     assert stepper.frame.op is watched.forward_ops[-1]  # type: ignore[union-attr]
     assert 'gv_born"' in stepper.svg() or "gv_born " in stepper.svg()
@@ -201,11 +201,11 @@ def test_stepper_opens_on_the_first_forward_op(watched: Recording) -> None:
 
 
 def test_payload_ships_forward_frames(watched: Recording) -> None:
-    from gradviz.html import replay_html, stepper_payload
+    from gradviz.stepper.page import replay_html, stepper_payload
 
     payload = stepper_payload(watched, step=-5)
     data = payload["data"]
-    assert data["first"] == -12 and data["count"] == len(watched)
+    assert data["first"] == -12 and data["count"] == len(watched) + 1
     assert [f["narration"] for f in data["forward"]] == [
         f.narration for f in forward_frames(watched)
     ]

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from gradviz.demo import render_lessons
-from gradviz.lessons import LESSONS, Lesson
-from gradviz.watch import watch
-from tests.browser_support import LOCAL_SCHEMES, chromium, open_local
+from gradviz import watch
+from gradviz.teaching.gallery import render_lessons
+from gradviz.teaching.lessons import LESSONS, Lesson
+from tests.support.browser import LOCAL_SCHEMES, open_local
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -30,12 +30,6 @@ def gallery(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "out"
     render_lessons(out)
     return out
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
 
 
 def test_gallery_previews_every_svg_offline(gallery: Path, browser: Any) -> None:

@@ -16,7 +16,6 @@ import json
 import runpy
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -27,16 +26,16 @@ from torch import nn
 
 import gradviz
 from gradviz.escape import MAX_LABEL_CHARS, html_text, json_text, shorten, visible_text
-from gradviz.explain import describe_step
-from gradviz.html import (
+from gradviz.explain.steps import describe_step
+from gradviz.model.recording import Recording
+from gradviz.render.theme import DEFAULT, THEMES
+from gradviz.stepper.page import (
     json_for_script,
     replay_html,
     static_html,
     stepper_payload,
     unpack_state,
 )
-from gradviz.recording import Recording
-from gradviz.theme import DEFAULT, THEMES
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK_TITLE = "{http://www.w3.org/1999/xlink}title"
@@ -375,11 +374,11 @@ def test_theme_colours_must_be_colours(role: str, field: str, value: str) -> Non
 
 @pytest.mark.needs_dot
 def test_big_graph_layout_reads_hostile_labels(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Graphs past LARGE_GRAPH_NODES are placed by gradviz.biglayout, which re-reads the
+    """Graphs past LARGE_GRAPH_NODES are placed by gradviz.render.layered, which re-reads the
     DOT line by line: hostile labels must not confuse it (lowered here to stay fast)."""
-    from gradviz import biglayout
     from gradviz.errors import GradvizWarning
-    from gradviz.layout import run_dot
+    from gradviz.render import layered as biglayout
+    from gradviz.render.backend import run_dot
 
     monkeypatch.setattr(biglayout, "LARGE_GRAPH_NODES", 10)
     dot = record_names().graph.to_dot()
@@ -394,7 +393,7 @@ def test_widget_state_travels_as_strict_utf8() -> None:
     stop the stepper from showing (it arrives as U+FFFD, as a browser would show it)."""
     pytest.importorskip("anywidget")
     json_packer = pytest.importorskip("jupyter_client.session").json_packer
-    from gradviz.widget import Stepper
+    from gradviz.stepper.widget import Stepper
 
     widget = Stepper(record_names())
     state = widget.get_state()
@@ -430,8 +429,8 @@ STEP_THROUGH = """async (root) => {
 def widget_page(recording: Recording) -> str:
     """The widget's front end hosted as anywidget hosts it: its ESM's render({model, el})
     over the Stepper's synced traits (JSON on the wire), with its CSS."""
-    from gradviz.html import asset_text
-    from gradviz.widget import Stepper
+    from gradviz.stepper.page import asset_text
+    from gradviz.stepper.widget import Stepper
 
     widget = Stepper(recording)
     state = {name: getattr(widget, name) for name in ("svgs", "data", "css", "step", "view")}
@@ -448,18 +447,10 @@ def widget_page(recording: Recording) -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.browser_support import chromium
-
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
-
-
 @pytest.mark.browser
 @pytest.mark.needs_dot
 def test_pages_stay_inert_in_chromium(browser: Any, tmp_path: Path) -> None:
-    from tests.browser_support import open_local
+    from tests.support.browser import open_local
 
     pytest.importorskip("anywidget")
     names = record_names()
@@ -474,7 +465,7 @@ def test_pages_stay_inert_in_chromium(browser: Any, tmp_path: Path) -> None:
         "fallback": tmp_path / "fallback.html",
     }
     pages["widget"].write_text(widget_page(names), encoding="utf-8")
-    from gradviz.widget import Stepper
+    from gradviz.stepper.widget import Stepper
 
     bundle = Stepper(names)._repr_mimebundle_()
     assert bundle is not None

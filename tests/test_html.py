@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.html import asset_text, json_for_script, replay_html
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
+from gradviz.model.recording import Recording
+from gradviz.stepper.page import asset_text, json_for_script, replay_html
+from gradviz.teaching.lessons import lesson
 
 EVIL = "</script><img src=x onerror=alert(1)><!--"
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def test_page_is_self_contained(tmp_path: Path) -> None:
     assert "url(" not in page.replace("url(#", "")  # no external fonts or images
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     state = json.loads(_data_script(page))
-    assert state["step"] == 0 and state["data"]["count"] == len(recording)
+    assert state["step"] == 0 and state["data"]["count"] == len(recording) + 1
     assert set(state["svgs"]) == {"backward", "combined"}
     assert asset_text("stepper.js") in page and asset_text("stepper.css") in page
 
@@ -87,12 +87,15 @@ def test_wheel_ships_the_front_end(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"gradviz/assets/stepper.js", "gradviz/assets/stepper.css"} <= names
-    sources = {f"gradviz/{p.name}" for p in (ROOT / "gradviz").glob("*.py")}
-    assert sources <= names, sorted(sources - names)  # the explicit package list misses none
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "gradviz").rglob("*.py")}
+    assert sources <= names, sorted(sources - names)  # package discovery misses no sub-package
     target = tmp_path / "site"
     install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target"]
     subprocess.run([*install, str(target), str(wheel)], check=True, capture_output=True)
-    code = "import gradviz, gradviz.html as h; print(gradviz.__file__); h.asset_text('stepper.js')"
+    code = (
+        "import gradviz, gradviz.stepper.page as h; print(gradviz.__file__); "
+        "h.asset_text('stepper.js')"
+    )
     env = {"PYTHONPATH": str(target), "PATH": ""}
     out = subprocess.run(
         [sys.executable, "-c", code],

@@ -1,4 +1,4 @@
-"""The lessons of DESIGN §8 as ``gradviz.lessons`` builds them, replayed and checked against
+"""The lessons as ``gradviz.teaching.lessons`` builds them, replayed and checked against
 PyTorch: each replay leaves exactly the gradients a plain PyTorch run of the same build does,
 and each lesson shows what it is there to teach."""
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.lessons import LESSONS, Built, Lesson, lesson
-from gradviz.recording import Recording
+from gradviz.model.recording import Recording
+from gradviz.teaching.lessons import LESSONS, Built, Lesson, lesson
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

@@ -3,7 +3,7 @@
 A collapsed box is active while a node inside it runs, done once all have run, pending
 before and ``gv_partial`` in between; an edge that merges several graph edges reveals its
 gradient when the first of them flows. These tests derive both from the member nodes'
-own classes, independently of how ``gradviz.replay`` computes them.
+own classes, independently of how ``gradviz.replay.frames`` computes them.
 """
 
 from __future__ import annotations
@@ -16,24 +16,21 @@ import torch
 from torch import nn
 
 import gradviz
-from gradviz.html import stepper_payload
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
-from gradviz.render import to_dot
-from gradviz.render_forward import collapsed_members
-from gradviz.replay import (
-    MODULE_VIEW_MIN_NODES,
+from gradviz.model.recording import Recording
+from gradviz.render.views import to_dot
+from gradviz.render.watched import collapsed_members
+from gradviz.replay.frames import (
     _schedule,
     classes_at,
     first_step,
-    module_depths,
-    module_views,
     replay_born,
     replay_data,
     replay_options,
     step_svg,
-    view_options,
 )
+from gradviz.replay.modules import MODULE_VIEW_MIN_NODES, module_depths, module_views, view_options
+from gradviz.stepper.page import stepper_payload
+from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
 

@@ -54,7 +54,7 @@ def test_every_lesson_has_a_notebook() -> None:
     numbers = [path.name[:2] for path in NOTEBOOKS]
     assert numbers[0] == "00", "the tour of gradviz comes first"
     assert numbers == [f"{n:02d}" for n in range(len(numbers))], f"gaps in {numbers}"
-    assert len(numbers) >= 11, "the tour and the ten lessons of DESIGN §8"
+    assert len(numbers) >= 11, "the tour and the ten lessons"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))

@@ -17,11 +17,12 @@ from hypothesis import HealthCheck, example, given, settings
 
 import gradviz
 from gradviz import Recording
-from gradviz.graph import Summary
-from gradviz.render import to_dot
-from gradviz.replay import replay_options
-from gradviz.summary import summarize
+from gradviz.model.summarize import summarize
+from gradviz.model.values import Summary
+from gradviz.render.views import to_dot
+from gradviz.replay.frames import replay_options
 from tests.expressions import Built, Leaf, Op, Program, build, programs
+from tests.support import as_tensor
 
 EXAMPLES = settings(
     max_examples=300,
@@ -50,11 +51,6 @@ def assert_bitwise(got: torch.Tensor | None, expected: torch.Tensor | None, what
     assert got is not None, f"{what}: expected {expected}, got None"
     assert got.stride() == expected.stride(), what
     assert same_bits(got, expected), f"{what}: {got} != {expected}"
-
-
-def as_tensor(value: object) -> torch.Tensor:
-    assert isinstance(value, torch.Tensor), f"expected a kept tensor, got {type(value)}"
-    return value
 
 
 def plain_grads(program: Program) -> list[torch.Tensor | None]:

@@ -12,11 +12,13 @@ import torch
 
 import gradviz
 from gradviz import BackwardFailed, GraphFreed, Recording
-from gradviz.graph import Node, Summary, format_number
-from gradviz.lessons import LESSONS, Lesson, lesson
-from gradviz.record import PostHook, PreHook, _Recorder
-from gradviz.recording import as_summary
+from gradviz.capture.record import PostHook, PreHook, _Recorder
+from gradviz.model.graph import Node
+from gradviz.model.recording import as_summary
+from gradviz.model.values import Summary, format_number
+from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 from tests.models import MODELS, Build
+from tests.support import as_tensor
 
 Case = Callable[[], tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]]
 
@@ -43,11 +45,6 @@ CASES.update({name: model_case(build) for name, build in MODELS.items()})
 
 def leaf_grads(names: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | None]:
     return {n: t.grad for n, t in names.items() if t.is_leaf and t.requires_grad}
-
-
-def as_tensor(value: object) -> torch.Tensor:
-    assert isinstance(value, torch.Tensor), f"expected a kept tensor, got {type(value)}"
-    return value
 
 
 @pytest.fixture
@@ -162,7 +159,7 @@ def test_ten_op_lesson_replay_shows_the_lessons_numbers() -> None:
     built = lesson("ten-ops").build()
     recording = gradviz.record(*built.roots, names=built.names)
     graph = recording.graph
-    last = recording.frame(len(recording) - 1)
+    last = recording.frame(len(recording))
     c_id, h_id = graph.tensor("c").id, graph.tensor("h").id
     assert last.leaf_grads[c_id] == format_number(c_grad.item())
     assert last.leaf_grads[h_id] == format_number(h_grad.item())
@@ -202,7 +199,7 @@ def test_frames_move_through_the_recorded_order() -> None:
             frame.narration
         )
     with pytest.raises(IndexError, match="steps 0"):
-        recording.frame(len(recording))
+        recording.frame(len(recording) + 1)
 
 
 def test_several_roots_and_non_scalar_roots_with_gradient() -> None:
@@ -254,7 +251,7 @@ def test_inputs_prunes_nodes_and_marks_them_not_run() -> None:
     assert recording.order == recording.predicted_order()
     acc_c = recording.graph.tensor("c").node_id
     assert acc_c in recording.not_run
-    assert recording.frame(len(recording) - 1).not_run == tuple(recording.not_run)
+    assert recording.frame(len(recording)).not_run == tuple(recording.not_run)
 
 
 def test_autograd_grad_variant_leaves_grad_untouched() -> None:
@@ -344,7 +341,7 @@ def test_summary_mode_keeps_statistics_that_match_pytorch(name: str) -> None:
 def test_summaries_of_views_are_the_summaries_of_the_values() -> None:
     """TBackward passes on a transpose of what it received: its summary reuses the
     statistics of that gradient and must equal a fresh summary of the view, exactly."""
-    from gradviz.summary import summarize
+    from gradviz.model.summarize import summarize
 
     def build() -> torch.Tensor:
         torch.manual_seed(3)
@@ -415,7 +412,7 @@ def test_step_svgs_share_one_layout(tmp_path: Path) -> None:
     built = lesson("ten-ops").build()
     recording = gradviz.record(*built.roots, names=built.names)
     paths = recording.save_steps(tmp_path)
-    assert len(paths) == len(recording)
+    assert len(paths) == len(recording) + 1
 
     def geometry(svg: str) -> str:
         return "\n".join(re.findall(r'(?:points|d|x|y)="[^"]*"', svg))

@@ -10,9 +10,10 @@ import torch
 
 import gradviz
 from gradviz import Graph, GraphvizNotFound
-from gradviz.lessons import LESSONS, Lesson, lesson
-from gradviz.theme import THEMES
+from gradviz.render.theme import THEMES
+from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 from tests.conftest import check_golden
+from tests.support import svg_ids
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -20,11 +21,6 @@ SVG = "{http://www.w3.org/2000/svg}"
 def lesson_graph(slug: str) -> Graph:
     built = lesson(slug).build()
     return gradviz.trace(*built.roots, names=built.names)
-
-
-def svg_ids(svg: str) -> set[str]:
-    root = ET.fromstring(svg)
-    return {el.attrib["id"] for el in root.iter() if "id" in el.attrib}
 
 
 @pytest.mark.parametrize("view", ["backward", "combined"])

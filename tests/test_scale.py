@@ -6,15 +6,16 @@ No timings here (they belong to ``make bench``); these tests check behaviour onl
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 
 import pytest
 import torch
 
 import gradviz
-from gradviz import GradvizWarning, biglayout
-from gradviz.fold import FoldedNode, fold_graph
-from gradviz.layout import run_dot
+from gradviz import GradvizWarning
+from gradviz.render import layered as biglayout
+from gradviz.render.backend import run_dot
+from gradviz.render.fold import FoldedNode, fold_graph
+from tests.support import svg_ids
 
 
 def chain(ops: int) -> torch.Tensor:
@@ -33,11 +34,6 @@ def mlp_loss(layers: int = 6) -> tuple[torch.Tensor, torch.nn.Module]:
         parts += [torch.nn.Linear(4, 4), torch.nn.ReLU()]
     model = torch.nn.Sequential(*parts)
     return model(torch.randn(2, 4)).square().mean(), model
-
-
-def svg_ids(svg: bytes | str) -> set[str]:
-    root = ET.fromstring(svg)
-    return {el.attrib["id"] for el in root.iter() if "id" in el.attrib}
 
 
 # -- the layout fallback -------------------------------------------------------------------

@@ -9,8 +9,8 @@ import comm
 import pytest
 
 import gradviz
-from gradviz.lessons import lesson
-from gradviz.recording import Recording
+from gradviz.model.recording import Recording
+from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
 
@@ -53,7 +53,8 @@ def test_stepping_and_bounds(recording: Recording) -> None:
     assert stepper.step == 0 and stepper.last == last == 7
     assert stepper.next() == 1 and stepper.frame.active == recording.order[0]
     assert stepper.prev() == 0 and stepper.prev() == 0  # stays at the seed
-    assert stepper.goto(-1) == last and stepper.next() == last  # stays at the end
+    assert stepper.goto(last) == last and stepper.next() == last  # stays at the end
+    assert last == len(recording) == len(list(recording))  # N steps, numbered 1..N
     assert stepper.goto(3) == 3 and stepper.frame.active == recording.order[2]
     with pytest.raises(IndexError, match=r"steps 0 .* to 7"):
         stepper.goto(8)
@@ -128,8 +129,8 @@ def test_recording_displays_as_stepper_with_html_fallback(recording: Recording) 
 
 
 def test_payload_svgs_start_at_the_given_step(recording: Recording) -> None:
-    from gradviz.html import stepper_payload
-    from gradviz.replay import classes_at
+    from gradviz.replay.frames import classes_at
+    from gradviz.stepper.page import stepper_payload
 
     payload = stepper_payload(recording, step=2)
     svg = payload["svgs"]["backward"]
@@ -151,7 +152,7 @@ def test_watched_stepper_sends_forward_steps_as_plain_numbers(wire: list[Wire]) 
     assert len(opened["data"]["forward"]) == len(watched.forward_ops)
     before = len(channel.sent)
     stepper.next()
-    stepper.goto_forward(12)
+    stepper.goto(-1)
     stepper.next()
     updates = [data for kind, data in channel.sent[before:] if kind == "comm_msg"]
     assert [u["state"] for u in updates] == [{"step": -11}, {"step": -1}, {"step": 0}]

@@ -10,7 +10,7 @@ import torch
 
 import gradviz
 from gradviz import Graph, NotOnGraph, Role
-from gradviz.lessons import LESSONS, lesson
+from gradviz.teaching.lessons import LESSONS, lesson
 
 
 def edges_of(graph: Graph) -> list[tuple[str, int, str | None, int]]:
@@ -138,7 +138,7 @@ def test_ten_op_lesson() -> None:
 
 
 @pytest.mark.parametrize("item", LESSONS, ids=lambda item: item.slug)
-def test_every_lesson_matches_torch(item: gradviz.lessons.Lesson) -> None:
+def test_every_lesson_matches_torch(item: gradviz.teaching.lessons.Lesson) -> None:
     built = item.build()
     assert_matches_torch(gradviz.trace(*built.roots, names=built.names))
 
@@ -251,8 +251,8 @@ SUMMARY_CASES = {
 def test_summaries_match_torch_on_every_path(
     case: str, numpy_available: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gradviz import summary as summary_module
-    from gradviz.summary import summarize
+    from gradviz.model import summarize as summary_module
+    from gradviz.model.summarize import summarize
 
     if not numpy_available:  # NumPy is optional: the torch path must give the same numbers
         monkeypatch.setattr(summary_module, "numpy", None)
@@ -272,7 +272,7 @@ def test_summaries_match_torch_on_every_path(
 def test_summaries_of_overflowing_values_match_torch_without_warnings(special: float) -> None:
     import warnings
 
-    from gradviz.summary import summarize
+    from gradviz.model.summarize import summarize
 
     tensor = torch.randn(100)
     tensor[5] = special

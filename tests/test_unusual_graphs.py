@@ -22,13 +22,13 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.checkpoint import checkpoint
 
 import gradviz
-from gradviz.explain import describe_step
-from gradviz.graph import Summary
-from gradviz.layout import step_css
-from gradviz.recording import Recording
-from gradviz.replay import classes_at, replay_data
-from gradviz.summary import SMALL_NUMEL, summarize
-from gradviz.theme import THEMES
+from gradviz.explain.steps import describe_step
+from gradviz.model.recording import Recording
+from gradviz.model.summarize import SMALL_NUMEL, summarize
+from gradviz.model.values import Summary
+from gradviz.render.theme import THEMES
+from gradviz.replay.frames import classes_at, replay_data
+from gradviz.replay.styles import step_css
 
 # A case builds its graph afresh (seeded) and returns (roots, leaves whose .grad to compare).
 Built = tuple[list[torch.Tensor], list[torch.Tensor]]
@@ -211,7 +211,7 @@ def assert_replays(recording: Recording, tmp_path: Path) -> None:
     assert data["count"] == len(recording.steps) + 1
     page = recording.save(tmp_path / "x.html").read_text(encoding="utf-8")
     assert "gv-replay-data" in page and "<svg" in page
-    for index in range(len(recording)):
+    for index in range(len(recording) + 1):
         panel = describe_step(recording, index)
         assert isinstance(panel["narration"], str) and panel["narration"]
         if index:
@@ -341,7 +341,7 @@ def test_integer_and_boolean_inputs_through_watch() -> None:
     assert forward is not None
     assert forward.tensor("counts").data.values == (1, 2, 3)  # type: ignore[union-attr]
     assert forward.tensor("mask").data.values == (True, False, True)  # type: ignore[union-attr]
-    for index in range(len(recording)):
+    for index in range(len(recording) + 1):
         assert describe_step(recording, index)["narration"]
 
 
@@ -595,7 +595,7 @@ def test_nonfinite_origin_is_highlighted_from_its_step_on(keep: str, tmp_path: P
     node_id = f"{prefix}_{origin.node_id}"
     edge_id = f"{prefix}_e_{origin.node_id}_0"
     assert schedule["nonfinite"] == {node_id: origin.index, edge_id: origin.index}
-    for index in range(len(recording)):
+    for index in range(len(recording) + 1):
         classes = classes_at(schedule, index)
         marked = {k for k, v in classes.items() if "gv_nonfinite" in v.split()}
         assert marked == ({node_id, edge_id} if index >= origin.index else set()), index

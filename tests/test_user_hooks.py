@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.explain import describe_step, narrate, show
-from gradviz.recording import HookChange, Recording, Step
+from gradviz.explain.steps import describe_step, narrate, show
+from gradviz.model.recording import HookChange, Recording, Step
 
 Log = list[tuple[str, tuple[torch.Tensor | None, ...]]]
 
@@ -360,7 +360,7 @@ def test_gradviz_hooks_run_first_and_last_only_around_users_hooks() -> None:
 @pytest.mark.browser
 @pytest.mark.needs_dot
 def test_stepper_panel_says_a_hook_changed_the_gradient(tmp_path: Path) -> None:
-    from tests.browser_support import chromium, open_local
+    from tests.support.browser import chromium, open_local
 
     _, _, recording = plain_and_recorded(node_hook(change=True))
     step, change = only_change(recording)

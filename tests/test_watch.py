@@ -13,8 +13,8 @@ import torch
 
 import gradviz
 from gradviz import Graph, Role
-from gradviz.lessons import LESSONS, Lesson, lesson
-from gradviz.watch import _ACTIVE
+from gradviz.capture.watch import _ACTIVE
+from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 
 TEN = "abcdefghijk"
 
@@ -301,7 +301,7 @@ def test_names_in_a_notebook_cell() -> None:
 
 
 def test_source_lines_of_notebook_cells_read_as_cell_lines() -> None:
-    from gradviz.forward import SourceLine
+    from gradviz.model.forward import SourceLine
 
     cell = SourceLine("/tmp/ipykernel_4242/404010650.py", 6, "<module>", "c = a * b")
     assert cell.short() == "cell line 6"

@@ -33,10 +33,11 @@ def test_mlp_nodes_belong_to_their_layers() -> None:
             assert scope.path == "1"
         if node.is_accumulate_grad:
             record = next(t for t in graph.tensors if t.node_id == node.id)
-            assert record.name is not None and record.name.startswith(scope.path + ".")
-    # parameters are named by their path, exactly as torch names them
+            assert record.name is not None and f".{scope.path}." in f".{record.name}"
+    # parameters are named by their path as torch names it, under the model's variable
+    # (a bare "2.bias" reads like a number)
     assert {t.name for t in graph.tensors if t.role is gradviz.Role.LEAF} == {
-        name for name, _ in model.named_parameters()
+        f"model.{name}" for name, _ in model.named_parameters()
     }
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import gradviz
-from gradviz.lessons import LESSONS, Lesson, lesson
+from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 
 
 def watched_graph(slug: str) -> gradviz.Graph:
@@ -47,7 +47,7 @@ def test_combined_view_links_tensors_to_grad_fns_and_constants_to_none() -> None
 def test_plain_graphs_render_as_before() -> None:
     built = lesson("ten-ops").build()
     graph = gradviz.trace(*built.roots, names=built.names)
-    from gradviz.render import RenderOptions, _DotWriter
+    from gradviz.render.dot import RenderOptions, _DotWriter
 
     for view in ("backward", "combined"):
         assert graph.to_dot(view=view) == _DotWriter(graph, RenderOptions.make(view=view)).write()

@@ -42,7 +42,7 @@ from workloads import Workload, build  # noqa: E402
 
 import gradviz  # noqa: E402
 from gradviz.errors import GradvizWarning  # noqa: E402
-from gradviz.layout import run_dot  # noqa: E402
+from gradviz.render.backend import run_dot  # noqa: E402
 
 try:
     import torchviz

@@ -7,6 +7,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from browser_support import chromium
+from support.browser import chromium
 
 __all__ = ["chromium"]

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from gradviz.lessons import LESSONS
+from gradviz.teaching.lessons import LESSONS
 
 
 @dataclass

@@ -1,0 +1,161 @@
+"""Every touch of PyTorch's autograd internals, behind small functions.
+
+``next_functions``, ``variable``, ``_saved_*`` and ``_sequence_nr`` are not all public API;
+keeping them here means a change in PyTorch breaks one module, not every module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.autograd.graph import get_gradient_edge
+
+__all__ = [
+    "FREED_MARKER",
+    "current_graph_task",
+    "gradient_edge",
+    "has_other_hooks",
+    "input_bytes",
+    "is_accumulate_grad",
+    "leaf_variable",
+    "move_to_front",
+    "next_functions",
+    "node_name",
+    "saved_values",
+    "sequence_nr",
+]
+
+Node = Any  # torch.autograd.graph.Node; its concrete classes are generated in C++
+
+FREED_MARKER = "backward through the graph a second time"
+
+
+def _no_graph_task() -> int:
+    return 0
+
+
+# The id of the backward (graph task) the calling hook belongs to: hooks stay on a graph
+# that other backward calls (another thread's, a nested one) may run at the same time.
+current_graph_task: Callable[[], int] = getattr(torch._C, "_current_graph_task_id", _no_graph_task)
+
+
+def input_bytes(node: Node) -> int:
+    """How many bytes the gradients the node receives take (from the shapes and dtypes the
+    engine checks them against); 0 where PyTorch does not say (nested, symbolic shapes)."""
+    total = 0
+    for metadata in getattr(node, "_input_metadata", ()):
+        try:
+            numel = 1
+            for size in metadata.shape:
+                numel *= int(size)
+            total += numel * metadata.dtype.itemsize
+        except (RuntimeError, TypeError, ValueError, AttributeError):
+            continue
+    return total
+
+
+def next_functions(node: Node) -> tuple[tuple[Node | None, int], ...]:
+    """The node's inputs in the backward function's order: ``(node or None, input_nr)``."""
+    return tuple(node.next_functions)
+
+
+def sequence_nr(node: Node) -> int:
+    """Creation counter; the engine runs the ready node with the highest one first."""
+    return int(node._sequence_nr())
+
+
+def node_name(node: Node) -> str:
+    return str(node.name())
+
+
+def is_accumulate_grad(node: Node) -> bool:
+    return type(node).__name__ == "AccumulateGrad"
+
+
+def leaf_variable(node: Node) -> torch.Tensor | None:
+    """The leaf tensor an ``AccumulateGrad`` node feeds, or None for other nodes."""
+    if not is_accumulate_grad(node):
+        return None
+    variable = node.variable
+    return variable if isinstance(variable, torch.Tensor) else None
+
+
+def gradient_edge(tensor: torch.Tensor) -> tuple[Node, int]:
+    """The node and output a tensor's gradient flows into (``AccumulateGrad`` for leaves)."""
+    edge = get_gradient_edge(tensor)
+    return edge.node, int(edge.output_nr)
+
+
+_SAVED_ATTRIBUTES: dict[type, tuple[str, ...]] = {}
+
+
+def _saved_attributes(node_type: type) -> tuple[str, ...]:
+    """The ``_saved_*`` names of a node class; ``dir()`` is slow, so once per class."""
+    names = _SAVED_ATTRIBUTES.get(node_type)
+    if names is None:
+        names = tuple(n for n in dir(node_type) if n.startswith("_saved_"))
+        _SAVED_ATTRIBUTES[node_type] = names
+    return names
+
+
+def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
+    """The values the node saved for backward and whether they were freed already.
+
+    Built-in nodes expose them as ``_saved_<name>``; custom ``autograd.Function`` nodes as
+    ``saved_tensors``. After a backward without ``retain_graph`` reading them raises, which
+    is how freed buffers are detected.
+    """
+    found: list[tuple[str, object]] = []
+    names = _saved_attributes(type(node))
+    if not names and hasattr(type(node), "saved_tensors"):
+        try:
+            tensors = node.saved_tensors
+        except RuntimeError as error:
+            if FREED_MARKER in str(error):
+                return [], True
+            raise
+        return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)], False
+    for attribute in names:
+        try:
+            value = getattr(node, attribute)
+        except RuntimeError as error:
+            if FREED_MARKER in str(error):
+                return found, True
+            # an in-place change makes reading raise too; show the reason, not a crash
+            found.append((attribute.removeprefix("_saved_"), RuntimeError(str(error))))
+            continue
+        if value is None:
+            continue
+        found.append((attribute.removeprefix("_saved_"), value))
+    return found, False
+
+
+def _hooks_dict(handle: Any) -> dict[int, object] | None:
+    """The dict a node hook lives in: one per node and kind (prehooks, hooks), shared with
+    every hook the user registered there. None when PyTorch stores them differently."""
+    ref = getattr(handle, "hooks_dict_ref", None)
+    hooks = ref() if callable(ref) else None
+    return hooks if isinstance(hooks, dict) and handle.id in hooks else None
+
+
+def has_other_hooks(handle: Any) -> bool:
+    """Whether the node holds hooks of the same kind besides this one (the user's)."""
+    hooks = _hooks_dict(handle)
+    return hooks is not None and len(hooks) > 1
+
+
+def move_to_front(handle: Any) -> bool:
+    """Make this hook run before the others of its node (PyTorch runs them in the dict's
+    order). The other hooks keep their ids and order, so their handles still remove them.
+    False when the hooks are not stored in a dict gradviz knows."""
+    hooks = _hooks_dict(handle)
+    if hooks is None:
+        return False
+    mine = hooks.pop(handle.id)
+    others = list(hooks.items())
+    hooks.clear()
+    hooks[handle.id] = mine
+    hooks.update(others)
+    return True

@@ -1,0 +1,317 @@
+"""``trace()``: an iterative breadth-first walk over ``grad_fn.next_functions``."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from gradviz.capture import _autograd
+from gradviz.capture._own_ops import own_ops
+from gradviz.errors import InvalidArgument, NotOnGraph
+from gradviz.model.graph import Edge, Graph, Node, SavedValue, TensorRecord
+from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
+from gradviz.model.values import Role, Summary
+
+__all__ = ["trace"]
+
+Params = torch.nn.Module | Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
+
+
+def trace(
+    *roots: torch.Tensor,
+    params: Params | None = None,
+    names: Mapping[str, torch.Tensor] | None = None,
+) -> Graph:
+    """Walk the real backward graph behind ``roots`` into a plain-data ``Graph``.
+
+    ``names`` maps names to tensors (``{"a": a, "b": b}``); ``params`` takes a module (its
+    parameters are named by their path) or ``(name, tensor)`` pairs. Explicit ``names``
+    win over ``params``.
+    """
+    with own_ops():  # inside watch(): the walk's summaries are not the user's ops
+        walker = _Walker(roots, _named_tensors(params, names))
+        with gc_paused():
+            return walker.walk()
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0  # gc_paused() blocks running now, in any thread
+_gc_was_enabled = False  # the collector's state before the first of them began
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The walk allocates many small objects and frees none; the cyclic collector would
+    rescan them over and over (it took half the time of a 100,000-node walk).
+
+    Counted, so that overlapping blocks (two threads recording at once) keep it paused
+    until the last one ends, which restores the state from before the first one began.
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+def _named_tensors(
+    params: Params | None, names: Mapping[str, torch.Tensor] | None
+) -> dict[int, tuple[str, torch.Tensor]]:
+    named: dict[int, tuple[str, torch.Tensor]] = {}
+    if params is not None:
+        for pair in _param_pairs(params):
+            checked = _check_named(*pair, "params")
+            named[id(checked[1])] = checked
+    if names is not None and not isinstance(names, Mapping):
+        raise InvalidArgument(
+            f"names= takes a dict from names to tensors, e.g. names={{'x': x, 'w': w}}; "
+            f"got a {type(names).__name__}"
+        )
+    for name, tensor in (names or {}).items():
+        checked = _check_named(name, tensor, "names")
+        named[id(checked[1])] = checked
+    return named
+
+
+_PARAMS_HINT = (
+    "params= takes a module (params=model), a dict {'fc.weight': tensor} or "
+    "(name, tensor) pairs such as model.named_parameters()"
+)
+
+
+def _param_pairs(params: object) -> list[tuple[object, object]]:
+    """``params`` as (name, tensor) pairs, or an ``InvalidArgument`` that says what to pass."""
+    if isinstance(params, torch.nn.Module):
+        return list(params.named_parameters())
+    if isinstance(params, Mapping):
+        return list(params.items())
+    if isinstance(params, str | bytes | torch.Tensor) or not isinstance(params, Iterable):
+        raise InvalidArgument(f"{_PARAMS_HINT}; got a {type(params).__name__}")
+    pairs: list[tuple[object, object]] = []
+    for item in params:
+        if isinstance(item, torch.Tensor):
+            raise InvalidArgument(
+                f"{_PARAMS_HINT}; got tensors without names (model.parameters()?): pass "
+                "model.named_parameters() or the model itself"
+            )
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidArgument(f"{_PARAMS_HINT}; got an item {type(item).__name__}")
+        pairs.append(item)
+    return pairs
+
+
+def _check_named(name: object, tensor: object, argument: str) -> tuple[str, torch.Tensor]:
+    if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
+        raise InvalidArgument(
+            f"{argument}= maps names to tensors, e.g. {{'a': a}}; "
+            f"got {type(name).__name__} -> {type(tensor).__name__}"
+        )
+    return name, tensor
+
+
+def _root_node(index: int, root: object) -> tuple[Any, int]:
+    if not isinstance(root, torch.Tensor):
+        raise NotOnGraph(
+            f"root {index} is a {type(root).__name__}, not a tensor. Pass the tensor your "
+            "computation produced, e.g. gradviz.trace(loss)."
+        )
+    if not root.requires_grad:
+        raise NotOnGraph(
+            f"root {index} (shape {tuple(root.shape)}) is on no autograd graph: it has "
+            "requires_grad=False and no grad_fn. Create an input with requires_grad=True "
+            "(e.g. torch.tensor(2.0, requires_grad=True)) and compute the root from it, "
+            "outside torch.no_grad() and torch.inference_mode()."
+        )
+    return _autograd.gradient_edge(root)
+
+
+class _Walker:
+    """One walk: keeps the visit-order ids and builds the records."""
+
+    def __init__(
+        self, roots: tuple[torch.Tensor, ...], named: dict[int, tuple[str, torch.Tensor]]
+    ) -> None:
+        if not roots:
+            raise NotOnGraph("trace() needs at least one root tensor, e.g. gradviz.trace(loss).")
+        self.roots = roots
+        self.named = named
+        self.ids: dict[Any, str] = {}  # live torch node -> id; keys keep nodes alive
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
+        self.leaf_nodes: dict[int, str] = {}
+        # id(small saved tensor) -> (it, its _version, text, summary), for this walk only
+        self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
+
+    def walk(self) -> Graph:
+        root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
+        ids = self.ids
+        visit = self._visit
+        edges = self.edges
+        queue: deque[Any] = deque()
+        root_ids: list[str] = []
+        for torch_node, _ in root_edges:
+            if torch_node not in ids:
+                visit(torch_node)
+                queue.append(torch_node)
+            root_ids.append(ids[torch_node])
+        while queue:
+            torch_node = queue.popleft()
+            src = ids[torch_node]
+            for slot, (child, input_nr) in enumerate(_autograd.next_functions(torch_node)):
+                dst = None
+                if child is not None:
+                    dst = ids.get(child)
+                    if dst is None:
+                        dst = visit(child)
+                        queue.append(child)
+                edges.append(Edge(src, slot, dst, int(input_nr)))
+        tensors = self._tensor_records()
+        return Graph(self.nodes, edges, _unique(root_ids), tensors)
+
+    def _visit(self, torch_node: Any) -> str:
+        node_id = f"n{len(self.nodes)}"
+        self.ids[torch_node] = node_id
+        values, freed = _autograd.saved_values(torch_node)
+        leaf = _autograd.leaf_variable(torch_node)
+        if leaf is not None:
+            self.leaf_nodes.setdefault(id(leaf), node_id)
+        self.nodes.append(
+            Node(
+                id=node_id,
+                type_name=type(torch_node).__name__,
+                name=_autograd.node_name(torch_node),
+                sequence_nr=_autograd.sequence_nr(torch_node),
+                saved=tuple([self._saved_value(name, value) for name, value in values]),
+                saved_freed=freed,
+                torch_node=torch_node,
+                leaf_tensor=leaf,
+            )
+        )
+        return node_id
+
+    def _saved_value(self, name: str, value: object) -> SavedValue:
+        """``_saved_value``, summarizing a small saved tensor once per walk: the same tensor
+        (a weight, an activation) is often saved by several nodes."""
+        if type(value) is not torch.Tensor or value.numel() > SMALL_NUMEL:
+            return _saved_value(name, value)
+        key = id(value)
+        entry = self.saved_summaries.get(key)
+        version = value._version
+        if entry is None or entry[0] is not value or entry[1] != version:
+            summary = summarize(value)
+            entry = (value, version, summary.text(), summary)
+            self.saved_summaries[key] = entry  # holds the tensor: its id stays unique
+        return SavedValue(name, entry[2], entry[3])
+
+    def _tensor_records(self) -> list[TensorRecord]:
+        records: list[TensorRecord] = []
+        seen: set[int] = set()
+
+        def add(tensor: torch.Tensor, is_root: bool = False) -> None:
+            if id(tensor) in seen:
+                return
+            seen.add(id(tensor))
+            records.append(self._record(f"t{len(records)}", tensor, is_root))
+
+        for root in self.roots:
+            add(root, is_root=True)
+        for node in self.nodes:
+            if node.leaf_tensor is not None:
+                add(node.leaf_tensor)
+        for _, tensor in self.named.values():
+            add(tensor)
+        return records
+
+    def _record(self, record_id: str, tensor: torch.Tensor, is_root: bool) -> TensorRecord:
+        name = self.named.get(id(tensor), (None, None))[0]
+        node_id: str | None = None
+        output_nr: int | None = None
+        requires_grad = tensor.requires_grad
+        is_leaf = tensor.is_leaf
+        if requires_grad:
+            # a leaf's gradient edge is its AccumulateGrad node (found by the walk), output 0
+            node_id = self.leaf_nodes.get(id(tensor)) if is_leaf else None
+            if node_id is not None:
+                output_nr = 0
+            else:
+                torch_node, output_nr = _autograd.gradient_edge(tensor)
+                node_id = self.ids.get(torch_node)
+                if node_id is None:
+                    output_nr = None
+        if not requires_grad:
+            role = Role.CONSTANT
+        elif is_leaf:
+            role = Role.LEAF
+        else:
+            role = Role.BRANCH
+        grad = tensor.grad if (is_leaf or tensor.retains_grad) else None
+        grad_fn = tensor.grad_fn
+        return TensorRecord(
+            id=record_id,
+            name=name,
+            shape=tuple(tensor.shape),
+            dtype=dtype_name(tensor.dtype),
+            device=str(tensor.device),
+            requires_grad=requires_grad,
+            is_leaf=is_leaf,
+            version=_version(tensor),
+            grad_fn=None if grad_fn is None else type(grad_fn).__name__,
+            data=summarize(tensor),
+            grad=None if grad is None else summarize(grad),
+            role=role,
+            node_id=node_id,
+            output_nr=output_nr,
+            is_root=is_root,
+            tensor=tensor,
+        )
+
+
+_SCALARS = (int, bool, float, str, type(None))
+
+
+def _version(tensor: torch.Tensor) -> int:
+    """The tensor's version; 0 for a tensor made under ``torch.inference_mode()``, which
+    has no version counter (and cannot be changed in place outside that mode)."""
+    if tensor.is_inference():
+        return 0
+    return int(tensor._version)
+
+
+def _saved_value(name: str, value: object) -> SavedValue:
+    kind = type(value)
+    if kind is tuple:  # the commonest: sizes and strides
+        items: tuple[object, ...] = value  # type: ignore[assignment]
+        if not items or not isinstance(items[0], torch.Tensor):
+            return SavedValue(name, repr(value)[:80])
+    elif kind in _SCALARS:
+        return SavedValue(name, repr(value)[:80])
+    if isinstance(value, torch.Tensor):
+        if value.numel() <= SMALL_NUMEL:
+            summary = summarize(value)
+            return SavedValue(name, summary.text(), summary)
+        shape = "×".join(map(str, value.shape))
+        return SavedValue(name, f"{dtype_name(value.dtype)} {shape}")
+    if isinstance(value, RuntimeError):
+        return SavedValue(name, "unreadable: " + str(value).split("\n")[0][:120])
+    if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+        return SavedValue(name, f"{len(value)} tensors")
+    return SavedValue(name, repr(value)[:80])
+
+
+def _unique(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))

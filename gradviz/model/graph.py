@@ -1,0 +1,297 @@
+"""The graph as plain data: backward nodes, the edges between them, and tensor records.
+
+Nothing here touches torch, so a ``Graph`` can be saved as JSON, loaded on a machine
+without PyTorch, rendered, and compared byte for byte. The live torch objects a traced
+graph still holds (``torch_node``, ``leaf_tensor``, ``tensor``) are extras that never
+reach JSON or any rendering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gradviz.escape import json_text, utf8
+from gradviz.model.values import Role, Summary
+
+if TYPE_CHECKING:
+    from gradviz.model.forward import Forward
+
+__all__ = ["Edge", "Graph", "Node", "SavedValue", "TensorRecord"]
+
+JSON_FORMAT = "gradviz.graph/1"
+
+
+@dataclass(frozen=True)
+class SavedValue:
+    """One value a backward node saved in the forward pass (``_saved_self``, ...)."""
+
+    name: str
+    text: str
+    summary: Summary | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "text": self.text,
+            "summary": None if self.summary is None else self.summary.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SavedValue:
+        summary = data.get("summary")
+        return cls(
+            name=data["name"],
+            text=data["text"],
+            summary=None if summary is None else Summary.from_dict(summary),
+        )
+
+
+@dataclass(eq=False)
+class Node:
+    """A backward node (``MulBackward0``, ``AccumulateGrad``, a custom Function, ...)."""
+
+    id: str
+    type_name: str
+    name: str
+    sequence_nr: int
+    saved: tuple[SavedValue, ...] = ()
+    saved_freed: bool = False
+    torch_node: Any = field(default=None, repr=False)
+    leaf_tensor: Any = field(default=None, repr=False)
+
+    @property
+    def is_accumulate_grad(self) -> bool:
+        return self.type_name == "AccumulateGrad"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type_name": self.type_name,
+            "name": self.name,
+            "sequence_nr": self.sequence_nr,
+            "saved": [s.to_dict() for s in self.saved],
+            "saved_freed": self.saved_freed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Node:
+        return cls(
+            id=data["id"],
+            type_name=data["type_name"],
+            name=data["name"],
+            sequence_nr=data["sequence_nr"],
+            saved=tuple(SavedValue.from_dict(s) for s in data["saved"]),
+            saved_freed=data["saved_freed"],
+        )
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One ``next_functions`` entry: slot ``slot`` of ``src`` feeds output ``input_nr`` of
+    ``dst``; ``dst`` is None for an input that is off the graph."""
+
+    src: str
+    slot: int
+    dst: str | None
+    input_nr: int
+
+    @property
+    def key(self) -> str:
+        """The edge's stable name, used for SVG ids and recorded gradients."""
+        return f"{self.src}.{self.slot}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"src": self.src, "slot": self.slot, "dst": self.dst, "input_nr": self.input_nr}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Edge:
+        return cls(src=data["src"], slot=data["slot"], dst=data["dst"], input_nr=data["input_nr"])
+
+
+@dataclass(eq=False)
+class TensorRecord:
+    """A tensor worth drawing: a root, a leaf, or one the user named."""
+
+    id: str
+    name: str | None
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+    requires_grad: bool
+    is_leaf: bool
+    version: int
+    grad_fn: str | None
+    data: Summary | None
+    grad: Summary | None
+    role: Role
+    node_id: str | None  # the grad_fn node, or the AccumulateGrad of a leaf
+    output_nr: int | None
+    is_root: bool = False
+    tensor: Any = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        """The name, or what the tensor is when the user gave it none."""
+        if self.name:
+            return self.name
+        if self.is_root:
+            return "root"
+        return {Role.LEAF: "leaf", Role.CONSTANT: "constant"}.get(self.role, "tensor")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "device": self.device,
+            "requires_grad": self.requires_grad,
+            "is_leaf": self.is_leaf,
+            "version": self.version,
+            "grad_fn": self.grad_fn,
+            "data": None if self.data is None else self.data.to_dict(),
+            "grad": None if self.grad is None else self.grad.to_dict(),
+            "role": self.role.value,
+            "node_id": self.node_id,
+            "output_nr": self.output_nr,
+            "is_root": self.is_root,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TensorRecord:
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            shape=tuple(data["shape"]),
+            dtype=data["dtype"],
+            device=data["device"],
+            requires_grad=data["requires_grad"],
+            is_leaf=data["is_leaf"],
+            version=data["version"],
+            grad_fn=data["grad_fn"],
+            data=None if data["data"] is None else Summary.from_dict(data["data"]),
+            grad=None if data["grad"] is None else Summary.from_dict(data["grad"]),
+            role=Role(data["role"]),
+            node_id=data["node_id"],
+            output_nr=data["output_nr"],
+            is_root=data["is_root"],
+        )
+
+
+class Graph:
+    """A traced backward graph: nodes in visit order, edges in slot order, tensor records."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        edges: list[Edge],
+        root_ids: list[str],
+        tensors: list[TensorRecord],
+    ) -> None:
+        self.nodes = nodes
+        self.edges = edges
+        self.root_ids = root_ids
+        self.tensors = tensors
+        self._by_id = {node.id: node for node in nodes}
+        self._out: dict[str, list[Edge]] = {node.id: [] for node in nodes}
+        self._in: dict[str, list[Edge]] = {node.id: [] for node in nodes}
+        for edge in edges:
+            self._out[edge.src].append(edge)
+            if edge.dst is not None:
+                self._in[edge.dst].append(edge)
+        self.prefix = "g" + hashlib.sha1(utf8(self._structure_key())).hexdigest()[:8]
+        # what gradviz.watch() saw of the forward pass, when the graph was traced under it
+        self.forward: Forward | None = None
+
+    # -- lookups -------------------------------------------------------------------------
+    def node(self, node_id: str) -> Node:
+        return self._by_id[node_id]
+
+    def out_edges(self, node_id: str) -> list[Edge]:
+        """The node's ``next_functions`` entries, in slot order."""
+        return self._out[node_id]
+
+    def in_edges(self, node_id: str) -> list[Edge]:
+        """The edges whose gradients flow into the node, in visit order."""
+        return self._in[node_id]
+
+    def tensors_at(self, node_id: str) -> list[TensorRecord]:
+        """The tensor records attached to a node (its outputs, or the leaf it feeds)."""
+        return [t for t in self.tensors if t.node_id == node_id]
+
+    def tensor(self, name: str) -> TensorRecord:
+        """The tensor record with this name."""
+        for record in self.tensors:
+            if record.name == name:
+                return record
+        raise KeyError(f"no tensor named {name!r}; named: {[t.name for t in self.tensors]}")
+
+    def is_multi_output(self, node_id: str) -> bool:
+        """True when edges reach more than one output of the node (unbind, split, ...)."""
+        return len({edge.input_nr for edge in self._in[node_id]}) > 1 or any(
+            edge.input_nr > 0 for edge in self._in[node_id]
+        )
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def _structure_key(self) -> str:
+        parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
+        parts += [f"{e.src}.{e.slot}>{e.dst}.{e.input_nr}" for e in self.edges]
+        parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
+        return "|".join(parts)
+
+    # -- plain data ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": JSON_FORMAT,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "edges": [e.to_dict() for e in self.edges],
+            "root_ids": list(self.root_ids),
+            "tensors": [t.to_dict() for t in self.tensors],
+            **({} if self.forward is None else {"forward": self.forward.to_dict()}),
+        }
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json_text(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Graph:
+        if data.get("format") != JSON_FORMAT:
+            raise ValueError(f"not a gradviz graph (expected format {JSON_FORMAT!r})")
+        graph = cls(
+            nodes=[Node.from_dict(n) for n in data["nodes"]],
+            edges=[Edge.from_dict(e) for e in data["edges"]],
+            root_ids=list(data["root_ids"]),
+            tensors=[TensorRecord.from_dict(t) for t in data["tensors"]],
+        )
+        if data.get("forward") is not None:
+            from gradviz.model.forward import Forward
+
+            graph.forward = Forward.from_dict(data["forward"])
+        return graph
+
+    @classmethod
+    def from_json(cls, text: str) -> Graph:
+        return cls.from_dict(json.loads(text))
+
+    def summary_text(self) -> str:
+        kinds: dict[str, int] = {}
+        for node in self.nodes:
+            kinds[node.type_name] = kinds.get(node.type_name, 0) + 1
+        top = ", ".join(f"{name}×{count}" for name, count in list(kinds.items())[:6])
+        more = ", …" if len(kinds) > 6 else ""
+        return (
+            f"<gradviz.Graph: {len(self.nodes)} backward nodes, {len(self.edges)} edges, "
+            f"{len(self.tensors)} tensors ({top}{more})>"
+        )
+
+    def __repr__(self) -> str:
+        return self.summary_text()

@@ -1,0 +1,333 @@
+"""Cheap, detached summaries of tensor values (no ``std``: it is 15-100x slower on CPU).
+
+Small tensors (up to ``SMALL_NUMEL`` values) are read once with ``tolist()`` and summed in
+Python. Bigger float32/float64 tensors take three reductions (``aminmax``, ``sum`` and a
+``dot`` of the tensor with itself for the norm) and four ``item()`` reads: each torch call
+costs about a microsecond of Python overhead, which dominates for the many small
+gradients of a backward pass. Dense CPU ones are read through a NumPy view of the same
+memory (no copy), whose calls cost a third of torch's and whose BLAS ``dot`` (for the
+squares, and for the sum of up to ``NUMPY_MAX`` values) is faster than torch's; NumPy runs
+a sum only where no float overflow can occur (else it would warn): infinities and NaNs
+are summed by torch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+try:  # NumPy is optional: torch works without it, and so does the torch path below
+    import numpy
+
+    torch.zeros(1).numpy()
+except (ImportError, RuntimeError):  # pragma: no cover - depends on the environment
+    numpy = None  # type: ignore[assignment]
+
+from gradviz.model.values import Scalar, Summary
+
+__all__ = ["SMALL_NUMEL", "covers", "dtype_name", "summarize", "summarize_view"]
+
+SMALL_NUMEL = 16  # tensors up to this size keep every value
+PREVIEW = 6  # bigger tensors keep this many leading values
+
+NUMPY_MAX = 1 << 16  # sums above this size: torch.sum beats dot(x, ones)
+_SPLIT_MINMAX = 1 << 20  # from this size amin() + amax() take ~20% less than aminmax()
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_FAST_DTYPES = (torch.float32, torch.float64)  # dot() is exact enough and one pass
+# largest max(|min|, |max|)**2 * numel for which sums and squares cannot overflow
+_SAFE_SQUARES = {torch.float32: 1e37, torch.float64: 1e306}
+_ONES: dict[torch.dtype, Any] = {}  # NUMPY_MAX ones per dtype: sum(x) as dot(x, ones)
+_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """'float32' for torch.float32 (cached: ``str(dtype)`` builds a new string each time)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def _plain(values: list[object]) -> tuple[Scalar, ...]:
+    out: list[Scalar] = []
+    for value in values:
+        if isinstance(value, bool | int | float):
+            out.append(value)
+        else:
+            out.append(str(value))
+    return tuple(out)
+
+
+def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
+    """All values of a small tensor, or shape, first values, min, max, mean and norm.
+
+    Reductions run on the tensor's own device; only a few numbers reach the CPU. A meta
+    tensor has no values to read; a sparse one is summarized from its stored values.
+    """
+    data = tensor.detach()  # detached: nothing below is recorded by autograd
+    numel = data.numel()
+    shape = tuple(data.shape)
+    dtype = dtype_name(data.dtype)
+    if data.is_meta:
+        return Summary(shape, dtype, numel, (), False, available=False)
+    if data.layout != torch.strided:
+        return _sparse_summary(data, small_numel, shape, dtype, numel)
+    if numel <= small_numel:
+        if numel == 0:
+            return Summary(shape, dtype, numel, (), True)
+        floats: list[float]
+        if data.dtype in _FAST_DTYPES:  # tolist() gives floats already
+            floats = data.reshape(-1).tolist()
+            values: tuple[Scalar, ...] = tuple(floats)
+        else:
+            raw = data.reshape(-1).tolist()
+            values = _plain(raw)
+            if data.is_complex():
+                return _complex_small(shape, dtype, numel, values, raw)
+            floats = [float(v) for v in values]
+        nan = any(v != v for v in floats)
+        # Python's min() and max() skip NaN by accident (comparisons are False): say NaN,
+        # as torch.aminmax does
+        low, high = (math.nan, math.nan) if nan else (min(floats), max(floats))
+        inf = any(math.isinf(v) for v in floats)
+        return Summary(
+            shape,
+            dtype,
+            numel,
+            values,
+            True,
+            low,
+            high,
+            sum(floats) / numel,
+            float(sum([v * v for v in floats]) ** 0.5),
+            nan,
+            inf,
+        )
+    if data.dtype in _FAST_DTYPES:
+        contiguous = data.is_contiguous()
+        flat = data.view(-1) if contiguous else _dense_flat(data)
+        if flat is not None:
+            if numpy is not None and data.is_cpu and not data.is_neg():
+                return _numpy_summary(data, flat, contiguous, shape, dtype, numel)
+            return _torch_summary(data, flat, shape, dtype, numel)
+    return _other_summary(data, _plain(_head(data, PREVIEW)), shape, dtype, numel)
+
+
+def _nonfinite(low: float, high: float, values: Any) -> tuple[bool, bool]:
+    """(has NaN, has Inf) from the min and max, which are NaN when any value is; only
+    then are the values (``values``: a NumPy array or a tensor) searched for Inf."""
+    if math.isnan(low) or math.isnan(high):
+        if isinstance(values, torch.Tensor):
+            return True, bool(torch.isinf(values).any())
+        return True, bool(numpy.isinf(values).any())
+    return False, math.isinf(low) or math.isinf(high)
+
+
+def _complex_small(
+    shape: tuple[int, ...], dtype: str, numel: int, values: tuple[Scalar, ...], raw: list[Any]
+) -> Summary:
+    """Every complex value (kept exactly as text) and the norm; complex numbers have no
+    order, so no min or max, and a complex mean does not fit a float."""
+    nan = any(math.isnan(v.real) or math.isnan(v.imag) for v in raw)
+    inf = any(math.isinf(v.real) or math.isinf(v.imag) for v in raw)
+    norm = math.sqrt(sum(abs(v) ** 2 for v in raw))
+    return Summary(shape, dtype, numel, values, True, norm=norm, nan=nan, inf=inf)
+
+
+def _other_summary(
+    data: torch.Tensor, values: tuple[Scalar, ...], shape: tuple[int, ...], dtype: str, numel: int
+) -> Summary:
+    """Complex, half precision, integer and boolean tensors, and float views that do not fill
+    their memory: reductions on the tensor's device, no full-size copy of floats."""
+    if data.is_complex():
+        norm = float(torch.linalg.vector_norm(data))
+        nan = inf = False
+        if not math.isfinite(norm):
+            nan, inf = bool(torch.isnan(data).any()), bool(torch.isinf(data).any())
+        return Summary(shape, dtype, numel, values, False, norm=norm, nan=nan, inf=inf)
+    work = data if data.is_floating_point() else data.to(torch.float64)
+    low_t, high_t = torch.aminmax(work)
+    low, high = float(low_t), float(high_t)
+    nan, inf = _nonfinite(low, high, work)
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        values,
+        False,
+        low,
+        high,
+        float(work.sum(dtype=torch.float64)) / numel,
+        float(torch.linalg.vector_norm(work, dtype=torch.float64)),
+        nan,
+        inf,
+    )
+
+
+def _sparse_summary(
+    data: torch.Tensor, small_numel: int, shape: tuple[int, ...], dtype: str, numel: int
+) -> Summary:
+    """A sparse tensor from its stored values (the others are zeros): small ones in full."""
+    if numel <= small_numel:
+        return summarize(data.to_dense(), small_numel)
+    if data.layout == torch.sparse_coo:
+        stored = data.coalesce().values()  # duplicates summed, as the tensor means them
+    elif data.layout in _COMPRESSED:
+        stored = data.values()
+    else:
+        return Summary(shape, dtype, numel, (), False, available=False)
+    if stored.numel() == 0:
+        return summarize(torch.zeros((), dtype=data.dtype, device=data.device).expand(shape))
+    dense = _other_summary(stored, (), shape, dtype, numel)
+    if dense.min is None or dense.max is None or dense.mean is None:  # complex: the norm
+        return dense
+    zeros = stored.numel() < numel  # values not stored are zeros
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        (),
+        False,
+        min(dense.min, 0.0) if zeros else dense.min,
+        max(dense.max, 0.0) if zeros else dense.max,
+        dense.mean,  # the sum of the stored values over all numel values
+        dense.norm,
+        dense.nan,
+        dense.inf,
+    )
+
+
+def _numpy_summary(
+    data: torch.Tensor,
+    flat: torch.Tensor,
+    contiguous: bool,
+    shape: tuple[int, ...],
+    dtype: str,
+    numel: int,
+) -> Summary:
+    """A dense float tensor on the CPU, through a NumPy view of its memory (no copy)."""
+    array = flat.numpy()
+    low = float(array.min())
+    high = float(array.max())
+    big = max(-low, high)
+    safe = big * big * numel < _SAFE_SQUARES[data.dtype]  # False for NaN and inf too
+    if safe and numel <= NUMPY_MAX:
+        ones = _ONES.get(data.dtype)
+        if ones is None:
+            ones = _ONES[data.dtype] = numpy.ones(NUMPY_MAX, dtype=array.dtype)
+        total = float(array.dot(ones[:numel]))
+    else:
+        total = flat.sum().item()  # torch's sum: faster on big tensors, no NumPy warnings
+    # BLAS dot for the squares (NumPy's is faster than torch's); it would warn on overflow
+    squares = float(array.dot(array)) if safe else torch.dot(flat, flat).item()
+    head = array if contiguous else data.numpy().flat
+    nan, inf = _nonfinite(low, high, array)
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        tuple(head[:PREVIEW].tolist()),
+        False,
+        low,
+        high,
+        total / numel,
+        math.sqrt(squares),
+        nan,
+        inf,
+    )
+
+
+def _torch_summary(
+    data: torch.Tensor, flat: torch.Tensor, shape: tuple[int, ...], dtype: str, numel: int
+) -> Summary:
+    """A dense float tensor anywhere: three reductions and four item() reads."""
+    if numel >= _SPLIT_MINMAX:  # two plain passes beat aminmax's one on big tensors
+        low, high = flat.amin().item(), flat.amax().item()
+    else:
+        low_t, high_t = torch.aminmax(flat)
+        low, high = low_t.item(), high_t.item()
+    nan, inf = _nonfinite(low, high, flat)
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        _plain(_head(data, PREVIEW)),
+        False,
+        low,
+        high,
+        flat.sum().item() / numel,
+        math.sqrt(torch.dot(flat, flat).item()),
+        nan,
+        inf,
+    )
+
+
+def covers(view: torch.Tensor, base: torch.Tensor) -> bool:
+    """True when ``view`` is a dense float view of exactly ``base``'s memory (``base``
+    itself, a transpose, a permute, a reshape): then its values in memory order, hence
+    its min, max, mean and norm as ``summarize`` computes them, are ``base``'s bit for bit."""
+    if view is base:
+        return view.dtype in _FAST_DTYPES and view.layout == torch.strided and view.is_contiguous()
+    return (
+        view.dtype in _FAST_DTYPES
+        and view.dtype == base.dtype
+        and view.layout == torch.strided
+        and base.layout == torch.strided
+        and view.numel() == base.numel()
+        and view.data_ptr() == base.data_ptr()
+        and view.is_neg() == base.is_neg()
+        and view.is_cpu == base.is_cpu
+        and base.is_contiguous()
+        and _dense_flat(view.detach()) is not None
+    )
+
+
+def summarize_view(view: torch.Tensor, summary: Summary) -> Summary:
+    """``summarize(view)`` from ``summary``, the summary of another view of the same memory
+    (both must ``covers()`` it): only the shape and the first values are the view's own."""
+    data = view.detach()
+    if numpy is not None and data.is_cpu and not data.is_neg():
+        values = tuple(data.numpy().flat[:PREVIEW].tolist())
+    else:
+        values = _plain(_head(data, PREVIEW))
+    return Summary(
+        tuple(data.shape),
+        summary.dtype,
+        summary.numel,
+        values,
+        False,
+        summary.min,
+        summary.max,
+        summary.mean,
+        summary.norm,
+        summary.nan,
+        summary.inf,
+    )
+
+
+def _head(data: torch.Tensor, count: int) -> list[object]:
+    """The first ``count`` values in row-major order, without copying a whole
+    non-contiguous tensor (``reshape(-1)`` would)."""
+    part = data
+    while part.dim() > 1:
+        inner = part.numel() // part.shape[0]
+        if inner >= count:
+            part = part[0]
+        else:
+            part = part[: -(-count // inner)]
+            break
+    return part.reshape(-1)[:count].tolist()
+
+
+def _dense_flat(data: torch.Tensor) -> torch.Tensor | None:
+    """The values as one 1-D view in memory order (the order does not matter for min, max,
+    sum and norm), or None when they do not fill their memory densely."""
+    if data.is_contiguous():
+        return data.view(-1)
+    strides = data.stride()
+    order = sorted(range(data.dim()), key=lambda d: (-strides[d], -data.shape[d]))
+    permuted = data.permute(order)
+    return permuted.view(-1) if permuted.is_contiguous() else None

@@ -1,0 +1,356 @@
+"""``Graph`` -> Graphviz DOT text. Pure string building: no torch, no subprocess.
+
+Every string a user could have influenced (names, node type names, saved values) goes
+into HTML-like labels through ``gradviz.escape.html_text`` and into quoted attributes
+through ``dot_quote``, so nothing typed into a name can break the DOT, the SVG or a page
+that embeds it; a long name is drawn shortened, whole in the tooltip (``tooltip``). Ids
+come from gradviz, never from the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gradviz.escape import MAX_LABEL_CHARS, dot_quote, html_text
+from gradviz.model.graph import Edge, Graph, Node, TensorRecord
+from gradviz.model.value_rows import shaped_text
+from gradviz.model.values import Role
+from gradviz.render.options import RenderOptions
+from gradviz.render.theme import RoleStyle, Theme
+
+__all__ = ["RenderOptions", "html_text", "svg_ids", "tooltip"]
+
+
+def tooltip(*texts: object) -> str | None:
+    """The whole text of a label shortened on screen, for the element's tooltip (else None)."""
+    whole = [str(text) for text in texts if text is not None]
+    if all(len(text) <= MAX_LABEL_CHARS for text in whole):
+        return None
+    return " · ".join(whole)
+
+
+def svg_ids(prefix: str) -> dict[str, str]:
+    """The id patterns the SVG carries, for the stepper and the tests."""
+    return {
+        "node": f"{prefix}_{{node_id}}",
+        "tensor": f"{prefix}_{{tensor_id}}",
+        "edge": f"{prefix}_e_{{src}}_{{slot}}",
+        "offgraph": f"{prefix}_c_{{src}}_{{slot}}",
+        "link": f"{prefix}_l_{{tensor_id}}",
+        "legend": f"{prefix}_legend",
+    }
+
+
+def _attrs(**attributes: str | float | None) -> str:
+    return "[" + _attr_list(attributes) + "]"
+
+
+_LABELS = frozenset(("label", "headlabel", "taillabel", "xlabel"))
+
+
+def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
+    """``key=value`` pairs: HTML-like labels (``<...>``, built by gradviz from ``html_text``)
+    as they are, any other text quoted (a tooltip of ``<b>`` stays text)."""
+    parts = []
+    for key, value in attributes.items():
+        if value is None:
+            continue
+        if key[-1] == "_":
+            key = key.rstrip("_")
+        if isinstance(value, str):
+            if key in _LABELS and value[:1] == "<" and value[-1:] == ">":
+                parts.append(f"{key}={value}")
+            else:
+                parts.append(f"{key}={dot_quote(value)}")
+        else:
+            parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
+    """The opening lines every gradviz DOT shares: graph, node and edge defaults."""
+    t = theme
+    graph = _attrs(
+        id=prefix,
+        rankdir=direction,
+        bgcolor=t.background,
+        fontname=t.font,
+        nodesep="0.35",
+        ranksep="0.45",
+        pad="0.2",
+        **graph_extra,
+    )
+    node = _attrs(fontname=t.font, fontsize=11, fontcolor=t.text, margin="0.12,0.05", penwidth=1.4)
+    edge = _attrs(fontname=t.font, fontsize=10, color=t.edge, fontcolor=t.edge_label, arrowsize=0.7)
+    return ["digraph gradviz {", f"  graph {graph};", f"  node {node};", f"  edge {edge};"]
+
+
+class _DotWriter:
+    def __init__(self, graph: Graph, options: RenderOptions) -> None:
+        self.graph = graph
+        self.options = options
+        self.theme = options.theme
+        self.prefix = options.prefix or graph.prefix
+        self.lines: list[str] = []
+        # the attributes every node / off-graph input shares, written once (same text and
+        # order as _attrs would give)
+        self._node_style = _attr_list(self._style(self.theme.node))
+        self._multi_output: dict[str, bool] = {}
+
+    def write(self) -> str:
+        self.lines = dot_header(self.theme, self.prefix, self.options.direction)
+        self._roots()
+        for node in self.graph.nodes:
+            self._node(node)
+        for edge in self.graph.edges:
+            self._edge(edge)
+        self._tensors()
+        if self.options.legend:
+            self._legend()
+        self.lines.append("}")
+        return "\n".join(self.lines) + "\n"
+
+    # -- pieces --------------------------------------------------------------------------
+    def _style(self, style: RoleStyle, *extra: str) -> dict[str, str]:
+        attributes = role_attributes(style)
+        del attributes["shape"]  # each caller sets its own (the same box)
+        attributes["style"] = ",".join([attributes["style"], *extra])
+        return attributes
+
+    def _node(self, node: Node) -> None:
+        rows = [f"<B>{html_text(node.type_name)}</B>"]
+        folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
+        if folded:
+            for line in folded.split("\n"):
+                rows.append(f'<FONT POINT-SIZE="9">{html_text(line, None)}</FONT>')
+        if self.options.saved:
+            if node.saved_freed:
+                rows.append('<FONT POINT-SIZE="9"><I>saved values freed by backward</I></FONT>')
+            for saved in node.saved:
+                rows.append(
+                    f'<FONT POINT-SIZE="9">{html_text(saved.name)} = {html_text(saved.text)}</FONT>'
+                )
+        label = "<" + "<BR/>".join(rows) + ">"
+        node_class = '"gv_node gv_fold" shape="box"' if folded else '"gv_node" shape="box"'
+        more = " peripheries=2 " if folded else " "
+        whole = tooltip(node.type_name)
+        if whole is not None:
+            more = f" tooltip={dot_quote(whole)}{more}"
+        self.lines.append(
+            f"  {node.id} [id={dot_quote(f'{self.prefix}_{node.id}')} class={node_class} "
+            f"label={label}{more}{self._node_style}];"
+        )
+
+    def _edge(self, edge: Edge) -> None:
+        label = self._grad_label(self.options.edge_labels.get(edge.key))
+        if edge.dst is None:
+            off_id = f"c_{edge.src}_{edge.slot}"
+            style = self._style(self.theme.constant)
+            self.lines.append(
+                f"  {off_id} "
+                + _attrs(
+                    id=f"{self.prefix}_c_{edge.src}_{edge.slot}",
+                    class_="gv_offgraph",
+                    shape="box",
+                    label='<<FONT POINT-SIZE="9">None</FONT>>',
+                    height=0.25,
+                    width=0.4,
+                    margin="0.05,0.02",
+                    **style,
+                )
+                + ";"
+            )
+            self.lines.append(
+                f"  {edge.src} -> {off_id} "
+                + _attrs(
+                    id=f"{self.prefix}_e_{edge.src}_{edge.slot}",
+                    class_="gv_edge gv_none",
+                    style="dashed",
+                    label=label,
+                )
+                + ";"
+            )
+            return
+        multi = self._multi_output.get(edge.dst)
+        if multi is None:
+            multi = self._multi_output[edge.dst] = self.graph.is_multi_output(edge.dst)
+        edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+        if label is None and not multi:  # the usual edge, written directly
+            self.lines.append(f'  {edge.src} -> {edge.dst} [id={edge_id} class="gv_edge"];')
+            return
+        head = None
+        if multi:
+            head = f"<{edge.input_nr}>"
+        self.lines.append(
+            f"  {edge.src} -> {edge.dst} "
+            + _attrs(
+                id=f"{self.prefix}_e_{edge.src}_{edge.slot}",
+                class_="gv_edge",
+                label=label,
+                headlabel=head,
+                labelfontsize=10 if head else None,
+                labeldistance=1.8 if head else None,
+                labelangle=-35 if head else None,
+            )
+            + ";"
+        )
+
+    def _grad_label(self, text: str | None) -> str | None:
+        """A gradient shown on an edge: one line, so the SVG holds it as one <text>."""
+        if not text:
+            return None
+        colour = self.theme.step.grad_text
+        return f'<<FONT COLOR="{colour}"><B>{html_text(text, None)}</B></FONT>>'
+
+    def _roots(self) -> None:
+        """Roots always show, as the tensor the seed gradient enters (backward view)."""
+        if self.options.view == "combined":
+            return
+        for record in self.graph.tensors:
+            if record.is_root:
+                self._tensor_box(record, compact=True)
+
+    def _tensors(self) -> None:
+        if self.options.view == "combined":
+            for record in self.graph.tensors:
+                self._tensor_box(record, compact=False)
+            return
+        for record in self.graph.tensors:
+            if not record.is_root and record.role is Role.LEAF and record.node_id is not None:
+                self._tensor_box(record, compact=True)
+
+    def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
+        style = self._style(self.theme.role(record.role))
+        name = html_text(record.label)
+        if compact:
+            text = f"<B>{name}</B>"
+            if self.options.shapes and record.data is not None:
+                value = html_text(_value_line(record), None)
+                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
+            label = f"<{text}>"
+        else:
+            label = "<" + _tensor_table(record, self.options.shapes) + ">"
+        self.lines.append(
+            f"  {record.id} "
+            + _attrs(
+                id=f"{self.prefix}_{record.id}",
+                class_=f"gv_tensor gv_{record.role.value}",
+                shape="box",
+                label=label,
+                tooltip=tooltip(record.label) if compact else tooltip(record.label, record.grad_fn),
+                **style,
+            )
+            + ";"
+        )
+        if record.node_id is None:
+            return
+        link = _attrs(
+            id=f"{self.prefix}_l_{record.id}",
+            class_="gv_link",
+            style="dashed",
+            color=self.theme.role(record.role).border,
+            label=self._grad_label(self.options.link_labels.get(record.id)),
+        )
+        if record.role is Role.LEAF and not record.is_root:
+            # AccumulateGrad writes into the leaf's .grad: draw it flowing there.
+            self.lines.append(f"  {record.node_id} -> {record.id} {link};")
+        elif self.options.view == "combined":
+            self.lines.append(f"  {record.id} -> {record.node_id} {link};")
+            self.lines.append(f"  {{rank=same; {record.id}; {record.node_id};}}")
+        else:
+            self.lines.append(f"  {record.id} -> {record.node_id} {link};")
+
+    def _legend(self) -> None:
+        """One sample per role, drawn with the very attributes that role's boxes get
+        (``role_attributes``), so the legend cannot promise a look the nodes lack."""
+        legend_id = f"{self.prefix}_legend"
+        self.lines.append(
+            f"  subgraph cluster_legend {{ id={dot_quote(legend_id)} "
+            'class="gv_legend" label="" style="rounded" color="#d0d0d0" margin=6'
+        )
+        names = []
+        for role, style in self.theme.legend():
+            name = f"legend_{role.value}"
+            names.append(name)
+            text = f'<<FONT POINT-SIZE="9">{html_text(style.legend)}</FONT>>'
+            self.lines.append(
+                f"    {name} "
+                + _attrs(
+                    id=f"{legend_id}_{role.value}",
+                    class_=f"gv_legend_item gv_{role.value}",
+                    label=text,
+                    height=0.3,
+                    **role_attributes(style),
+                )
+                + ";"
+            )
+        labels = [*self.options.edge_labels.values(), *self.options.link_labels.values()]
+        if any("‖" in text for text in labels):  # a gradient too big to show, in short
+            names.append("legend_edges")
+            note = "edge: its gradient, or shape ‖norm‖ when big (4×2 ‖0.36‖)"
+            self.lines.append(
+                "    legend_edges "
+                + _attrs(
+                    id=f"{legend_id}_edges",
+                    class_="gv_legend_item",
+                    shape="plaintext",
+                    label=f'<<FONT POINT-SIZE="9">{html_text(note)}</FONT>>',
+                    fontcolor=self.theme.edge_label,
+                )
+                + ";"
+            )
+        self.lines.append("    {rank=same; " + "; ".join(names) + ";}")
+        if len(names) > 1:
+            chain = " -> ".join(names)
+            self.lines.append(f"    {chain} [style=invis];")
+        self.lines.append("  }")
+
+
+def role_attributes(style: RoleStyle) -> dict[str, str]:
+    """How a box of a role is drawn: its shape, style words, colours and pen width. Nodes
+    and the legend both take it from here; "bold" is a pen twice the default, so it shows."""
+    words = ["filled", *[w for w in style.border_style.split(",") if w]]
+    attributes = {
+        "shape": "box",
+        "style": ",".join(words),
+        "fillcolor": style.fill,
+        "color": style.border,
+        "fontcolor": style.text,
+    }
+    if "bold" in words:
+        attributes["penwidth"] = "2.8"
+    return attributes
+
+
+def _value_line(record: TensorRecord) -> str:
+    assert record.data is not None
+    if record.data.shape == ():
+        return record.data.text()
+    shape = f"shape {record.data.shape_text()}"  # apart from the values: not '3 [1, 2, 3]'
+    return f"{shape} · {shaped_text(record.data, 40)}"
+
+
+def _tensor_table(record: TensorRecord, shapes: bool) -> str:
+    def row(key: str, value: str, limit: int | None = None) -> str:
+        return (
+            f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{key}</FONT></TD>'
+            f'<TD ALIGN="LEFT">{html_text(value, limit)}</TD></TR>'
+        )
+
+    data = "?" if record.data is None else record.data.text(40)
+    grad = "None" if record.grad is None else record.grad.text(40)
+    rows = [
+        f'<TR><TD COLSPAN="2"><B>{html_text(record.label)}</B></TD></TR>',
+        row("data", data),
+        row("grad", grad),
+        row("grad_fn", record.grad_fn or "None", MAX_LABEL_CHARS),  # a type name
+        row("is_leaf", str(record.is_leaf)),
+        row("requires_grad", str(record.requires_grad)),
+    ]
+    if shapes and record.data is not None and record.data.shape != ():
+        rows.append(row("shape", f"{record.data.shape_text()} {record.dtype}"))
+    return (
+        '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+        + "".join(rows)
+        + "</TABLE>"
+    )

@@ -1,0 +1,79 @@
+"""How to draw: ``RenderOptions`` (checked, internal) and ``RenderKeywords`` (the typed
+keywords the public ``svg()``/``save()``/``to_dot()`` accept)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypedDict
+
+from gradviz.render.theme import Theme, get_theme
+
+__all__ = ["RenderKeywords", "RenderOptions", "View"]
+
+View = Literal["backward", "combined", "forward"]
+
+_DIRECTIONS = {"TB": "TB", "LR": "LR", "top-down": "TB", "left-right": "LR", "BT": "BT", "RL": "RL"}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How to draw: the view, direction, what to show, the theme and the id prefix."""
+
+    view: View = "backward"
+    direction: str = "TB"
+    saved: bool = False
+    shapes: bool = True
+    legend: bool = True
+    theme: Theme = field(default_factory=lambda: get_theme("default"))
+    prefix: str | None = None  # SVG id prefix; the graph's own when None
+    edge_labels: Mapping[str, str] = field(default_factory=dict)  # edge key -> gradient text
+    link_labels: Mapping[str, str] = field(default_factory=dict)  # tensor id -> gradient text
+    # with gradviz.watch() data (gradviz.render.watched): module clusters, collapsing, marks
+    modules: bool = False  # cluster nodes and ops by the nn.Module that created them
+    collapse_depth: int | None = None  # draw modules this deep (0: top level) as one box
+    marks: tuple[str, ...] = ()  # node / tensor / forward-tensor ids to draw marked
+    # draw runs of identical blocks as one "N × block" box (gradviz.render.fold); an int sets
+    # the fewest repeats that fold (True: 2)
+    fold: bool | int = False
+
+    @classmethod
+    def make(cls, **options: Any) -> RenderOptions:
+        """Options from keywords, checked, with friendly names accepted."""
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(
+                f"unknown render option(s) {sorted(unknown)}; "
+                f"known: {sorted(cls.__dataclass_fields__)}"
+            )
+        made = cls(**{k: v for k, v in options.items() if k != "theme"})
+        if "theme" in options:
+            made = replace(made, theme=get_theme(options["theme"]))
+        if made.view not in ("backward", "combined", "forward"):
+            raise ValueError(f"view must be 'backward', 'combined' or 'forward', not {made.view!r}")
+        if made.direction not in _DIRECTIONS:
+            raise ValueError(
+                f"direction must be one of {sorted(_DIRECTIONS)}, not {made.direction!r}"
+            )
+        return replace(made, direction=_DIRECTIONS[made.direction])
+
+
+class RenderKeywords(TypedDict, total=False):
+    """The render options as keywords: ``graph.svg(view="combined", theme="dark")``.
+
+    Each key is a field of ``RenderOptions``; ``theme`` also takes a theme's name.
+    """
+
+    view: View
+    direction: str
+    saved: bool
+    shapes: bool
+    legend: bool
+    theme: Theme | str
+    prefix: str | None
+    edge_labels: Mapping[str, str]
+    link_labels: Mapping[str, str]
+    modules: bool
+    collapse_depth: int | None
+    marks: tuple[str, ...]
+    fold: bool | int

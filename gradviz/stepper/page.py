@@ -1,0 +1,411 @@
+"""The stepper's data and the standalone replay page: one HTML file, no network.
+
+The notebook widget (``gradviz.stepper.widget``) and the page share ``stepper_payload`` and the one
+front end in ``assets/``. Every user string reaches the page inside JSON whose ``<``, ``>``
+and ``&`` are escaped, and the front end inserts it as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gradviz.errors import GradvizError
+from gradviz.escape import json_text
+from gradviz.model.recording import Recording
+from gradviz.progress import progress
+from gradviz.render.theme import DARK, DEFAULT, Theme
+from gradviz.render.watched import collapsed_members
+from gradviz.replay.frames import (
+    classes_at,
+    first_step,
+    forward_css,
+    replay_born,
+    replay_data,
+    replay_layout,
+    replay_options,
+)
+from gradviz.replay.modules import module_css, module_views, view_options
+from gradviz.replay.styles import step_css
+
+__all__ = [
+    "asset_text",
+    "available_views",
+    "json_for_script",
+    "replay_html",
+    "static_html",
+    "static_svg",
+    "stepper_payload",
+    "unpack_state",
+]
+
+VIEWS = ("backward", "combined")
+SCOPE = "#GVROOT"  # replaced by the front end with a selector unique to each stepper
+
+
+def _asset_dirs() -> list[Path]:
+    package = Path(__file__).resolve().parents[1]  # gradviz/
+    return [package / "assets", package.parent / "assets"]  # the wheel's copy, then the checkout's
+
+
+def asset_text(name: str) -> str:
+    """A front-end file: shipped inside the package, or the repo's assets/ when editable."""
+    for folder in _asset_dirs():
+        path = folder / name
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    raise FileNotFoundError(
+        f"gradviz's front-end file {name!r} is missing (looked in "
+        f"{', '.join(str(d) for d in _asset_dirs())}); reinstall torch-gradviz"
+    )
+
+
+def json_for_script(value: Any) -> str:
+    """JSON safe inside <script>: no '</script', '<!--' or ']]>' can appear in it."""
+    text = json_text(value, compact=True)
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, escaped)
+    return text
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+_GEOMETRY = re.compile(r'( (?:points|d|x|y|cx|cy|rx|ry)=")([^"]*)"')
+_DECIMALS = re.compile(r"(-?\d+\.\d)\d+")
+
+
+def _svg_element(svg: str) -> str:
+    """Graphviz output without the XML prolog, doctype and comments: the <svg> alone, its
+    coordinates to 0.1 pt (a tenth of a point is below a screen pixel at any readable zoom;
+    the page gets 10% lighter)."""
+    svg = _COMMENT.sub("", svg[svg.index("<svg") :])
+    return _GEOMETRY.sub(lambda m: m.group(1) + _DECIMALS.sub(r"\1", m.group(2)) + '"', svg)
+
+
+def _dark_remap(light: Theme, dark: Theme) -> str:
+    """CSS that recolours an SVG drawn with ``light`` into ``dark`` (CSS beats attributes)."""
+    pairs: dict[str, str] = {}
+
+    def add(a: str, b: str) -> None:
+        pairs.setdefault(a.lower(), b)
+
+    add(light.background, dark.background)
+    for name in ("leaf", "constant", "branch", "node"):
+        a, b = getattr(light, name), getattr(dark, name)
+        add(a.fill, b.fill)
+        add(a.border, b.border)
+        add(a.text, b.text)
+    add(light.text, dark.text)
+    add(light.edge, dark.edge)
+    add(light.edge_label, dark.edge_label)
+    add(light.step.grad_text, dark.step.grad_text)
+    rules = []
+    for a, b in pairs.items():
+        for attr in ("fill", "stroke"):
+            rules.append(f'{SCOPE}.gv-dark svg [{attr}="{a}" i]{{{attr}:{b}}}')
+    return "".join(rules)
+
+
+def available_views(recording: Recording) -> tuple[str, ...]:
+    """Every view the stepper can show for this recording, in the view menu's order."""
+    return (*VIEWS, *module_views(recording))
+
+
+def chosen_views(recording: Recording, views: Sequence[str] | None) -> tuple[str, ...]:
+    """``views`` checked against what this recording has (None: all of them)."""
+    every = available_views(recording)
+    if views is None:
+        return every
+    if isinstance(views, str):
+        views = [views]
+    unknown = [v for v in views if v not in every]
+    if unknown or not views:
+        raise GradvizError(
+            f"views={list(views)!r}: this recording has the views {list(every)}; pass a "
+            "non-empty list of them, e.g. views=['backward'] to leave the watched combined "
+            "view out"
+        )
+    return tuple(v for v in every if v in views)
+
+
+COLLAPSED_DEFAULT_NODES = 150  # above this many nodes the stepper opens on the module view
+
+
+def default_view(recording: Recording, views: Sequence[str]) -> str:
+    """The view the stepper opens on: the collapsed module view for big graphs that have
+    module data (a whole model fitted to the stage is unreadable), else the backward view."""
+    collapsed = [v for v in views if v.startswith("collapsed-")]
+    if collapsed and len(recording.graph.nodes) > COLLAPSED_DEFAULT_NODES:
+        wanted = f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"
+        return wanted if wanted in collapsed else collapsed[-1]
+    return "backward" if "backward" in views else views[0]
+
+
+def layout_view(
+    recording: Recording, view: str, schedule: dict[str, Any], index: int, **options: Any
+) -> tuple[str, dict[str, int]]:
+    """One view laid out (cached on the recording), its ``<svg>`` styled at step ``index``,
+    and when each element appears during the forward frames (``replay_born``)."""
+    options.pop("view", None)
+    template, _ = replay_layout(recording, **{**options, **view_options(view)})
+    born = replay_born(recording, [view], **options).get(view, {})
+    with_born = {**schedule, "born": {view: born}} if born else schedule
+    return _svg_element(template.render(classes_at(with_born, index, view))), born
+
+
+def stepper_payload(
+    recording: Recording,
+    step: int | None = None,
+    views: Sequence[str] | None = None,
+    lazy: bool = False,
+    **options: Any,
+) -> dict[str, Any]:
+    """The views laid out, the schedule, the panel data and the stylesheets.
+
+    ``views`` leaves views out (default: every view, ``available_views``); ``lazy`` lays
+    out only the view the stepper opens on (the widget asks the kernel for the others when
+    first chosen; ``data["views"]`` lists them all). ``step`` styles the shipped SVGs
+    (default: the last step); under ``watch()`` negative steps are the forward frames
+    (``gradviz.replay.frames``), and ``data`` says where they start.
+    """
+    options.pop("view", None)
+    chosen = chosen_views(recording, views)
+    opening = default_view(recording, chosen)
+    index = len(recording.steps) if step is None else step
+    extra = [v for v in chosen if v not in VIEWS]
+    depths = [int(v.split("-")[1]) for v in extra if v.startswith("collapsed-")]
+    render_options = replay_options(recording, **options)
+    theme: Theme = render_options.theme
+    prefix = render_options.prefix or recording.graph.prefix
+    data = replay_data(recording, prefix, None, depths)
+    born: dict[str, dict[str, int]] = {}
+    svgs: dict[str, str] = {}
+    laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
+    for view in progress(laid, "gradviz: laying out views", len(recording.graph.nodes)):
+        svgs[view], view_born = layout_view(recording, view, data["schedule"], index, **options)
+        if view_born:
+            born[view] = view_born
+    if born:
+        data["schedule"]["born"] = born
+    data["views"] = list(chosen)
+    if extra:
+        data["modules"] = _module_data(recording, prefix, extra)
+        _name_modules(recording, data["steps"])
+        data["nav"] = _navigation(recording)
+    data["search"] = _search_items(recording)
+    has_forward = bool(recording.forward_ops)
+    scoped = step_css(theme, SCOPE)
+    plain = step_css(theme)
+    if extra:
+        scoped += module_css(theme, SCOPE)
+        plain += module_css(theme)
+    if has_forward:
+        scoped += forward_css(theme, SCOPE)
+        plain += forward_css(theme)
+    if theme == DEFAULT:
+        scoped += _dark_remap(DEFAULT, DARK) + step_css(DARK, f"{SCOPE}.gv-dark")
+        if extra:
+            scoped += module_css(DARK, f"{SCOPE}.gv-dark")
+        if has_forward:
+            scoped += forward_css(DARK, f"{SCOPE}.gv-dark")
+    return {
+        "svgs": svgs,
+        "data": data,
+        "css": {"scoped": scoped, "plain": plain},
+        "step": index,
+        "view": opening,
+        "prefix": prefix,
+    }
+
+
+def _navigation(recording: Recording) -> dict[str, Any]:
+    """For stepping by module: each node's module chain (outermost first) and the modules'
+    names; the front end steps over / out of the module the active node ran in."""
+    forward = recording.graph.forward
+    assert forward is not None
+    chains = {
+        node_id: [scope.index for scope in forward.module_chain(module)]
+        for node_id, module in forward.node_modules.items()
+    }
+    used = {m for chain in chains.values() for m in chain}
+    return {"chains": chains, "names": {str(m): forward.modules[m].label for m in sorted(used)}}
+
+
+def _search_items(recording: Recording) -> list[list[str]]:
+    """What the search box matches, per backward node: its type, its module and the names
+    of the tensors drawn at it (parameters included)."""
+    graph = recording.graph
+    forward = graph.forward
+    names: dict[str, list[str]] = {}
+    for record in graph.tensors:
+        if record.node_id is not None and record.name:
+            names.setdefault(record.node_id, []).append(record.name)
+    items = []
+    for node in graph.nodes:
+        words = [node.type_name, *names.get(node.id, [])]
+        scope = None if forward is None else forward.module_for_node(node.id)
+        if scope is not None:
+            words.append(scope.label)
+        items.append([node.id, " ".join(words)])
+    return items
+
+
+DEFAULT_COLLAPSE_DEPTH = 1  # the module view the depth control opens on, when shipped
+
+
+def _module_data(recording: Recording, prefix: str, views: list[str]) -> dict[str, Any]:
+    """What the front end needs to expand a collapsed module: for each collapsed view, each
+    box's module and the view it opens in (the next depth, then ``modules``), where the
+    module is the cluster ``<prefix>_b_m<index>``."""
+    forward = recording.graph.forward
+    assert forward is not None
+    collapsed = [v for v in views if v.startswith("collapsed-")]
+    opens: dict[str, dict[str, dict[str, str]]] = {}
+    for position, view in enumerate(collapsed):
+        later = [*collapsed[position + 1 :], *[v for v in views if v == "modules"]]
+        target = later[0] if later else "backward"
+        depth = int(view.split("-")[1])
+        opens[view] = {
+            f"{prefix}_bm{module}": {
+                "module": forward.modules[module].label,
+                "opens": target,
+                "cluster": f"{prefix}_b_m{module}",
+            }
+            for module in collapsed_members(recording.graph, depth)
+        }
+    wanted = f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"
+    return {
+        "collapsed": collapsed,
+        "default": wanted if wanted in collapsed else collapsed[-1],
+        "opens": opens,
+    }
+
+
+def _name_modules(recording: Recording, steps: list[dict[str, Any]]) -> None:
+    """Each backward step's panel says which module it ran in (where one made its node)."""
+    forward = recording.graph.forward
+    assert forward is not None
+    for step in steps:
+        scope = forward.module_for_node(step["node"]) if step.get("node") else None
+        if scope is not None:
+            step["module"] = scope.label
+
+
+def _script_safe_js(source: str) -> str:
+    lowered = source.lower()
+    if "</script" in lowered or "<!--" in lowered:
+        raise ValueError("the stepper's JS must not contain '</script' or '<!--'")
+    return source
+
+
+COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+base64
+
+
+def packed_state(state: dict[str, Any], compress: bool | None = None) -> tuple[str, str]:
+    """The page's data script: (its attributes, its text). Big replays go gzip-compressed
+    and base64-encoded (SVG text shrinks 8-15x; the browser inflates it natively with
+    DecompressionStream), small ones as plain JSON that stays readable in the page."""
+    text = json_for_script(state)
+    if compress is None:
+        compress = len(text) > COMPRESS_ABOVE
+    if not compress:
+        return 'type="application/json" class="gv-replay-data"', text
+    packed = base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
+    return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+base64"', (
+        packed
+    )
+
+
+_DATA_SCRIPT = re.compile(
+    r'<script type="[^"]+" class="gv-replay-data"([^>]*)>(.*?)</script>', re.DOTALL
+)
+
+
+def unpack_state(page: str) -> dict[str, Any]:
+    """The state a replay page holds, compressed or not (for tests and tools)."""
+    match = _DATA_SCRIPT.search(page)
+    if match is None:
+        raise ValueError("not a gradviz replay page: no gv-replay-data script")
+    text = match.group(2)
+    if "gzip+base64" in match.group(1):
+        text = gzip.decompress(base64.b64decode(text)).decode("utf-8")
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
+def replay_html(
+    recording: Recording,
+    title: str | None = None,
+    views: Sequence[str] | None = None,
+    compress: bool | None = None,
+    **options: Any,
+) -> str:
+    """One self-contained page: the stepper's JS, CSS, the views' SVGs and the data inline.
+
+    ``views`` leaves views out (``available_views``); ``compress`` ships the data
+    gzip+base64 (default: when it is big)."""
+    payload = stepper_payload(recording, views=views, **options)  # laid out at the final step
+    state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
+    state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
+    attributes, text = packed_state(state, compress)
+    css = asset_text("stepper.css")
+    js = _script_safe_js(asset_text("stepper.js"))
+    steps = f"{len(recording.steps)} steps"
+    if recording.forward_ops:
+        steps = f"{len(recording.forward_ops)} forward ops, then {steps}"
+    name = title or f"gradviz replay: {steps}"
+    fallback = "<p>This replay needs JavaScript"
+    if "gzip" in attributes or "backward" not in payload["svgs"]:
+        fallback += " (a browser from 2023 or later).</p>"  # no second copy of a big graph
+    else:
+        fallback += "; the final step:</p>" + static_svg(payload)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="color-scheme" content="light dark">\n'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:\">\n"
+        f"<title>{html.escape(name)}</title>\n"
+        f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
+        "</head>\n<body>\n"
+        f'<h1 style="font:600 16px sans-serif">{html.escape(name)}</h1>\n'
+        f"<script {attributes}>{text}</script>\n"
+        f"<noscript>{fallback}</noscript>\n"
+        f'<script type="module">\n{js}\nmountStandalone();\n</script>\n'
+        "</body>\n</html>\n"
+    )
+
+
+def static_svg(payload: dict[str, Any]) -> str:
+    """The payload's backward view as laid out (its step's classes), stylesheet inside."""
+    svg = str(payload["svgs"]["backward"])
+    end = svg.index(">") + 1
+    return svg[:end] + f"<style>{payload['css']['plain']}</style>" + svg[end:]
+
+
+def static_html(recording: Recording, **options: Any) -> str:
+    """The notebook's fallback where widgets do not run: the final step, no script."""
+    options.pop("views", None)
+    payload = stepper_payload(recording, views=["backward"], **options)
+    caption = html.escape(
+        f"gradviz: backward pass, {len(recording.steps)} steps (final step shown; "
+        "run the notebook to step through it)"
+    )
+    return (
+        f'<div class="gv-static"><div>{static_svg(payload)}</div>'
+        f'<div style="font:12px sans-serif;opacity:.7">{caption}</div></div>'
+    )
