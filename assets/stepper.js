@@ -15,6 +15,19 @@
 // at which a node inside it runs). Clicking a box expands it: the stepper switches to the
 // next depth's layout (or "modules"), where that module is a cluster, at the same step, and
 // zooms to it; the depth control goes back.
+//
+// Big graphs (features kept in their own classes below, outside mount's closure):
+// - ClassIndex: per view, which elements change between two steps, so a step touches only
+//   those (a step costs the same at 300 and at 10,000 nodes);
+// - Camera: each step pans (and zooms where needed) so the active node and its neighbours
+//   are on screen with text at least MIN_TEXT_PX tall; panning or zooming by hand pauses it,
+//   the Follow button resumes it;
+// - Minimap: the whole view as an image, the visible part framed; click it to go there;
+// - Search: finds a node by its type, module or tensor names, highlights the matches and
+//   jumps to them (Enter: the next one);
+// - ModuleNav: step over / out of / back over a module (data.nav: each node's module chain).
+// Views not shipped yet (the notebook lays them out when first chosen) are asked for with
+// model.send({type: "view", name}); the page ships every view it offers.
 
 const REPLAY_CLASSES = [
   "gv_done",
@@ -31,6 +44,10 @@ const REPLAY_CLASSES = [
 const SPEEDS = [0.5, 1, 2, 4];
 const STEP_MS = 1000;
 const SCOPE = "#GVROOT";
+const MIN_TEXT_PX = 12; // the camera never shows node text smaller than this
+const NODE_FONT = 11; // Graphviz points (SVG user units) of node labels, as gradviz draws them
+const MAX_SCALE = 1.6; // and never zooms in further than this (CSS px per SVG unit)
+const MAX_MATCHES = 400; // highlighted search matches at most
 let mounted = 0;
 
 // The class rules; gradviz.replay.classes_at is the Python reference and a test compares them.
@@ -135,8 +152,10 @@ function pageIsDark() {
 // One view's SVG, parsed on first use, with its elements indexed by id within this stepper
 // only (two steppers of the same recording on one page share ids, never lookups).
 class View {
-  constructor(text, name) {
+  constructor(text, name, schedule, born) {
     this.name = name;
+    this.classes = new ClassIndex(schedule, born);
+    this.shownStep = null;
     this.svg = parseSvg(text);
     this.byId = new Map();
     for (const e of this.svg.querySelectorAll("[id]")) {
@@ -151,6 +170,7 @@ class View {
     this.svg.setAttribute("width", "100%");
     this.svg.setAttribute("height", "100%");
     this.svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
+    this.geometry = new Geometry(this.svg);
   }
 
   setClass(id, want) {
@@ -163,8 +183,12 @@ class View {
     this.current.set(id, want);
   }
 
-  apply(schedule, index) {
-    for (const [id, cls] of elementClasses(schedule, index, this.name)) this.setClass(id, cls);
+  // The classes of step `index`: only what changed since the step shown last.
+  apply(index) {
+    const c = this.classes;
+    const ids = this.shownStep === null ? null : c.changed(this.shownStep, index);
+    for (const id of ids || c.info.keys()) this.setClass(id, c.classOf(id, index));
+    this.shownStep = index;
   }
 
   showBox() {
@@ -173,9 +197,426 @@ class View {
   }
 }
 
+// Which elements of one view change between two steps: every scheduled time sorted, so a
+// step from a to b restyles only the elements with a time in [a, b] (and the module boxes).
+// Crossing into the backward pass (step -1 to 0) restyles everything: nodes get classes.
+class ClassIndex {
+  constructor(schedule, born) {
+    this.info = new Map();
+    const times = [];
+    const entry = (id) => {
+      let e = this.info.get(id);
+      if (!e) this.info.set(id, (e = {}));
+      return e;
+    };
+    const timed = (id, at) => {
+      if (at !== null && at !== undefined) times.push([at, id]);
+    };
+    for (const [id, ran] of Object.entries(schedule.nodes)) {
+      entry(id).ran = ran === undefined ? null : ran;
+      timed(id, ran);
+    }
+    this.boxes = Object.keys(schedule.boxes || {});
+    for (const id of this.boxes) entry(id).steps = schedule.boxes[id];
+    for (const group of ["edges", "links"]) {
+      for (const [id, at] of Object.entries(schedule[group])) {
+        entry(id).at = at;
+        timed(id, at);
+      }
+    }
+    for (const [id, at] of Object.entries(born || {})) {
+      entry(id).born = at;
+      timed(id, at);
+    }
+    for (const [id, at] of Object.entries(schedule.nonfinite || {})) {
+      entry(id).nf = at;
+      timed(id, at);
+    }
+    times.sort((a, b) => a[0] - b[0]);
+    this.times = times.map((t) => t[0]);
+    this.ids = times.map((t) => t[1]);
+  }
+
+  classOf(id, index) {
+    const e = this.info.get(id);
+    if (!e) return "";
+    let cls = "";
+    if (e.ran !== undefined) cls = nodeClass(e.ran, index);
+    if (e.steps) cls = boxClass(e.steps, index);
+    if (e.at !== undefined) cls = flowClass(e.at, index);
+    if (e.born !== undefined) {
+      const extra = bornClass(e.born, index);
+      cls = cls && extra ? `${cls} ${extra}` : cls || extra;
+    }
+    if (e.nf !== undefined && index >= e.nf) cls = cls ? `${cls} gv_nonfinite` : "gv_nonfinite";
+    return cls;
+  }
+
+  // The ids whose class may differ between steps `a` and `b`; null: all of them.
+  changed(a, b) {
+    const lo = Math.min(a, b);
+    const hi = Math.max(a, b);
+    if (lo < 0 && hi >= 0) return null;
+    const out = new Set(this.boxes);
+    let i = lowerBound(this.times, lo);
+    while (i < this.times.length && this.times[i] <= hi) out.add(this.ids[i++]);
+    return out;
+  }
+}
+
+function lowerBound(sorted, value) {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// The transform from an element's user space to its <svg>'s viewBox space, from the
+// transform attributes alone (no layout needed; the layout never changes).
+function matrixTo(el, svg) {
+  let m = new DOMMatrix();
+  for (let node = el; node && node !== svg; node = node.parentNode) {
+    const list = node.transform && node.transform.baseVal;
+    const t = list && list.numberOfItems ? list.consolidate() : null;
+    if (t) {
+      const k = t.matrix;
+      m = new DOMMatrix([k.a, k.b, k.c, k.d, k.e, k.f]).multiply(m);
+    }
+  }
+  return m;
+}
+
+// Geometry of one view's nodes: boxes in viewBox units (cached: positions never change),
+// DOT names from <title>, and each node's neighbours from the edges' titles ("a->b").
+class Geometry {
+  constructor(svg) {
+    this.svg = svg;
+    this.boxes = new Map();
+    this.byName = null;
+    this.neighbours = null;
+  }
+
+  // From the shapes' own attributes, not getBBox(): that would force the browser to lay out
+  // the whole SVG again after every step's class change (240 ms a step at 3,000 nodes).
+  box(el) {
+    let b = this.boxes.get(el);
+    if (b) return b;
+    const r = shapeBounds(el);
+    const m = matrixTo(el, this.svg);
+    const p = m.transformPoint(new DOMPoint(r.x, r.y));
+    const q = m.transformPoint(new DOMPoint(r.x + r.width, r.y + r.height));
+    b = { x: Math.min(p.x, q.x), y: Math.min(p.y, q.y), w: Math.abs(q.x - p.x), h: Math.abs(q.y - p.y) };
+    this.boxes.set(el, b);
+    return b;
+  }
+
+  index() {
+    if (this.byName) return;
+    this.byName = new Map();
+    this.neighbours = new Map();
+    for (const g of this.svg.querySelectorAll("g.node")) {
+      const title = g.querySelector("title");
+      if (title) this.byName.set(title.textContent, g);
+    }
+    const link = (a, b) => {
+      if (!this.neighbours.has(a)) this.neighbours.set(a, []);
+      this.neighbours.get(a).push(b);
+    };
+    for (const g of this.svg.querySelectorAll("g.edge")) {
+      const title = g.querySelector("title");
+      const ends = title ? title.textContent.split("->") : [];
+      if (ends.length !== 2) continue;
+      const [a, b] = ends.map((e) => e.split(":")[0]);
+      link(a, b);
+      link(b, a);
+    }
+  }
+
+  // The element and its neighbours' elements (by DOT name, via the <title>).
+  around(el) {
+    this.index();
+    const title = el.querySelector(":scope > title");
+    const names = title ? this.neighbours.get(title.textContent) || [] : [];
+    return names.map((n) => this.byName.get(n)).filter(Boolean);
+  }
+}
+
+const NUMBERS = /-?\d*\.?\d+(?:e-?\d+)?/g;
+
+// The bounds of an element's drawn shapes in its own user space (x, y, width, height).
+function shapeBounds(el) {
+  let x0 = Infinity;
+  let y0 = Infinity;
+  let x1 = -Infinity;
+  let y1 = -Infinity;
+  const add = (x, y) => {
+    if (x < x0) x0 = x;
+    if (x > x1) x1 = x;
+    if (y < y0) y0 = y;
+    if (y > y1) y1 = y;
+  };
+  for (const shape of el.querySelectorAll("polygon, polyline, path, ellipse, text")) {
+    const tag = shape.localName;
+    if (tag === "ellipse") {
+      const cx = +shape.getAttribute("cx");
+      const cy = +shape.getAttribute("cy");
+      add(cx - +shape.getAttribute("rx"), cy - +shape.getAttribute("ry"));
+      add(cx + +shape.getAttribute("rx"), cy + +shape.getAttribute("ry"));
+    } else if (tag === "text") {
+      add(+shape.getAttribute("x"), +shape.getAttribute("y"));
+    } else {
+      const numbers = (shape.getAttribute(tag === "path" ? "d" : "points") || "").match(NUMBERS) || [];
+      for (let i = 0; i + 1 < numbers.length; i += 2) add(+numbers[i], +numbers[i + 1]);
+    }
+  }
+  if (x0 === Infinity) return { x: 0, y: 0, width: 0, height: 0 };
+  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+}
+
+function union(boxes) {
+  const x0 = Math.min(...boxes.map((b) => b.x));
+  const y0 = Math.min(...boxes.map((b) => b.y));
+  const x1 = Math.max(...boxes.map((b) => b.x + b.w));
+  const y1 = Math.max(...boxes.map((b) => b.y + b.h));
+  return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+}
+
+// The camera: which part of the view's SVG is on screen (its viewBox). It follows the active
+// node unless the user moved the view by hand; it keeps node text at least MIN_TEXT_PX tall.
+class Camera {
+  constructor(canvas, onMove) {
+    this.canvas = canvas;
+    this.onMove = onMove;
+    this.following = true;
+    this.view = null;
+    this.size = null; // the canvas's CSS size, kept by a ResizeObserver (no layout per step)
+    if (window.ResizeObserver) {
+      this.observer = new ResizeObserver((entries) => {
+        const r = entries[entries.length - 1].contentRect;
+        if (r.width && r.height) this.size = { width: r.width, height: r.height };
+      });
+      this.observer.observe(canvas);
+    }
+  }
+
+  rect() {
+    if (!this.size) {
+      const r = this.canvas.getBoundingClientRect();
+      if (!r.width || !r.height) return { width: 800, height: 600 };
+      this.size = { width: r.width, height: r.height };
+    }
+    return this.size;
+  }
+
+  // CSS px per SVG unit when `box` fills the canvas (preserveAspectRatio meet).
+  scaleFor(box) {
+    const r = this.rect();
+    return Math.min(r.width / box.w, r.height / box.h);
+  }
+
+  // The smallest scale at which node text is readable.
+  static readable() {
+    return MIN_TEXT_PX / NODE_FONT;
+  }
+
+  set(box) {
+    this.view.box = box;
+    this.view.showBox();
+    this.onMove();
+  }
+
+  // A box of the canvas's aspect at `scale`, centred on (cx, cy).
+  boxAt(cx, cy, scale) {
+    const r = this.rect();
+    const w = r.width / scale;
+    const h = r.height / scale;
+    return { x: cx - w / 2, y: cy - h / 2, w, h };
+  }
+
+  // Bring `target` (and `near`, as many as fit) on screen, readable. Stays put when they
+  // already are, so stepping inside a region does not jitter.
+  focus(geometry, target, near) {
+    if (!this.following || !target || !this.view) return;
+    const t = geometry.box(target);
+    const region = union([t, ...near.map((n) => geometry.box(n))]);
+    const pad = 24;
+    const want = { x: region.x - pad, y: region.y - pad, w: region.w + 2 * pad, h: region.h + 2 * pad };
+    const now = this.view.box;
+    const scale = this.scaleFor(now);
+    const readable = Camera.readable();
+    const inside = (b) => b.x >= now.x && b.y >= now.y && b.x + b.w <= now.x + now.w && b.y + b.h <= now.y + now.h;
+    if (scale >= readable - 1e-6 && inside(t) && inside(want)) return;
+    let fit = Math.min(this.scaleFor(want), MAX_SCALE);
+    if (fit < readable) fit = readable; // too wide to show whole: the active node wins
+    fit = Math.max(fit, Math.min(scale, MAX_SCALE)); // never zoom out to follow
+    const centre = fit > this.scaleFor(want) + 1e-6 ? t : want;
+    this.set(this.boxAt(centre.x + centre.w / 2, centre.y + centre.h / 2, fit));
+  }
+
+  // On showing a view: fit it when that is readable, else start readable at its top.
+  start(view) {
+    this.view = view;
+    if (this.scaleFor(view.home) >= Camera.readable()) return;
+    const s = Camera.readable() * 1.1;
+    const b = this.boxAt(view.home.x + view.home.w / 2, 0, s);
+    b.y = view.home.y;
+    this.set(b);
+  }
+}
+
+// The overview: every node of the view as a small rectangle on a canvas (no image to load,
+// nothing per node in the DOM), the visible part framed, the active node marked. Clicking it
+// centres the camera there.
+class Minimap {
+  constructor(onJump) {
+    this.el = element("div", "gv-minimap");
+    this.el.title = "Overview: click to go there";
+    this.img = element("canvas", "gv-minimap-img");
+    this.img.setAttribute("role", "img");
+    this.img.setAttribute("aria-label", "overview of the graph");
+    this.frame = element("div", "gv-minimap-frame");
+    this.dot = element("div", "gv-minimap-dot");
+    this.el.append(this.img, this.frame, this.dot);
+    this.home = null;
+    this.el.addEventListener("pointerdown", (event) => {
+      event.stopPropagation();
+      const r = this.img.getBoundingClientRect();
+      if (!this.home || !r.width) return;
+      const x = this.home.x + ((event.clientX - r.left) / r.width) * this.home.w;
+      const y = this.home.y + ((event.clientY - r.top) / r.height) * this.home.h;
+      onJump(x, y);
+    });
+  }
+
+  show(view, needed) {
+    this.el.hidden = !needed;
+    if (!needed) return;
+    const h = (this.home = view.home);
+    const aspect = h.h / h.w;
+    const width = aspect > 1.5 ? Math.max(60, 180 / aspect) : 180;
+    const height = Math.min(aspect * width, 240);
+    this.img.style.width = `${width}px`;
+    this.img.style.height = `${height}px`;
+    this.img.width = Math.round(width * 2);
+    this.img.height = Math.round(height * 2);
+    const ctx = this.img.getContext("2d");
+    if (!ctx) return;
+    const sx = this.img.width / h.w;
+    const sy = this.img.height / h.h;
+    for (const node of view.svg.querySelectorAll("g.node")) {
+      const b = view.geometry.box(node);
+      const shape = node.querySelector("polygon, path, ellipse");
+      const fill = shape && shape.getAttribute("fill");
+      ctx.fillStyle = fill && fill !== "none" ? fill : "#9e9e9e";
+      ctx.fillRect((b.x - h.x) * sx, (b.y - h.y) * sy, Math.max(b.w * sx, 1.5), Math.max(b.h * sy, 1.5));
+    }
+  }
+
+  update(box, active) {
+    if (this.el.hidden || !this.home) return;
+    const h = this.home;
+    const w = parseFloat(this.img.style.width) || 180;
+    const ht = parseFloat(this.img.style.height) || 180;
+    const sx = w / h.w;
+    const sy = ht / h.h;
+    const clamp = (v, lo, hi) => Math.min(Math.max(v, lo), hi);
+    const x0 = clamp((box.x - h.x) * sx, 0, w);
+    const y0 = clamp((box.y - h.y) * sy, 0, ht);
+    const x1 = clamp((box.x + box.w - h.x) * sx, 0, w);
+    const y1 = clamp((box.y + box.h - h.y) * sy, 0, ht);
+    Object.assign(this.frame.style, { left: `${x0}px`, top: `${y0}px`, width: `${x1 - x0}px`, height: `${y1 - y0}px` });
+    this.dot.hidden = !active;
+    if (active) {
+      this.dot.style.left = `${(active.x + active.w / 2 - h.x) * sx - 3}px`;
+      this.dot.style.top = `${(active.y + active.h / 2 - h.y) * sy - 3}px`;
+    }
+  }
+}
+
+// The search box: matches nodes by type, module and tensor names (data.search: [node, text]).
+class Search {
+  constructor(items, onFind) {
+    this.items = (items || []).map(([node, text]) => [node, String(text).toLowerCase()]);
+    this.matches = [];
+    this.at = -1;
+    this.el = element("span", "gv-search");
+    this.input = element("input", "gv-search-input");
+    this.input.type = "search";
+    this.input.placeholder = "find op, module, tensor";
+    this.input.title = "Find a node by its type (MmBackward0), module (blocks.0) or tensor name; Enter: next";
+    this.input.setAttribute("aria-label", "Find a node");
+    this.count = element("span", "gv-search-count");
+    this.el.append(this.input, this.count);
+    this.input.addEventListener("input", () => this.run(onFind));
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter") return;
+      event.preventDefault();
+      this.next(onFind, event.shiftKey ? -1 : 1);
+    });
+  }
+
+  run(onFind) {
+    const query = this.input.value.trim().toLowerCase();
+    this.matches = query ? this.items.filter(([, text]) => text.includes(query)).map(([n]) => n) : [];
+    this.at = -1;
+    this.next(onFind, 1);
+  }
+
+  next(onFind, direction) {
+    const n = this.matches.length;
+    if (n) this.at = (this.at + direction + n) % n;
+    this.count.textContent = this.input.value.trim() ? (n ? `${this.at + 1} / ${n}` : "no match") : "";
+    onFind(this.matches, n ? this.matches[this.at] : null);
+  }
+}
+
+// Stepping by module, as in a debugger (data.nav.chains: each node's modules, outermost
+// first). Over: past the module the active node runs in; out: past its parent module; back:
+// to the start of the previous module's run.
+class ModuleNav {
+  constructor(data) {
+    this.steps = data.steps || [];
+    this.chains = (data.nav && data.nav.chains) || {};
+  }
+
+  chain(index) {
+    const step = this.steps[index];
+    return (step && step.node && this.chains[step.node]) || [];
+  }
+
+  // The first step after `index` outside the module `up` levels above the innermost.
+  past(index, up, last) {
+    if (index < 0) return index + 1;
+    const chain = this.chain(index);
+    const module = chain[chain.length - 1 - up];
+    if (module === undefined) return Math.min(index + 1, last);
+    let j = index + 1;
+    while (j <= last && this.chain(j).includes(module)) j++;
+    return Math.min(j, last);
+  }
+
+  back(index, start) {
+    if (index <= 0) return Math.max(index - 1, start);
+    const inner = (i) => this.chain(i)[this.chain(i).length - 1];
+    let j = index;
+    const here = inner(j);
+    while (j > 1 && here !== undefined && inner(j - 1) === here) j--; // start of this run
+    if (j === index) {
+      j = Math.max(index - 1, 0); // already at a start: the previous run
+      const prev = inner(j);
+      while (j > 1 && prev !== undefined && inner(j - 1) === prev) j--;
+    }
+    return j;
+  }
+}
+
 // Mount a stepper into `el`; `model` is anywidget's model or the standalone page's stand-in.
 export function mount(el, model) {
-  const svgs = model.get("svgs");
+  const svgText = (name) => (model.get("svgs") || {})[name];
   const data = model.get("data");
   const css = model.get("css");
   const schedule = data.schedule;
@@ -185,6 +626,9 @@ export function mount(el, model) {
   const collapsedViews = modules ? modules.collapsed : [];
   let lastCollapsed = modules ? modules.default : null;
   const start = Number(data.first) || 0; // -F, or 0 (the seed) without forward frames
+  const prefix = data.prefix || "";
+  const viewNames = data.views || Object.keys(model.get("svgs") || {});
+  const nav = new ModuleNav(data);
   // unique even if the module is loaded twice on one page (the scoped stylesheet uses it)
   const id = `gvs${++mounted}-${Math.random().toString(36).slice(2, 8)}`;
   const cleanups = [];
@@ -225,12 +669,21 @@ export function mount(el, model) {
   slider.addEventListener("input", () => go(Number(slider.value)));
   const counter = element("span", "gv-counter");
   counter.setAttribute("aria-live", "polite");
-  bar.append(first, prev, play, next, end, speed, slider, counter);
+  // stepping by module (when the recording has module data), as in a debugger
+  const over = button("Over ⤼", "Step over: past the module the active node runs in (o)", () => go(nav.past(current(), 0, last)));
+  const out = button("Out ⤴", "Step out: past the module around it (u)", () => go(nav.past(current(), 1, last)));
+  const back = button("⤺ Back", "Back to where the previous module started (b)", () => go(nav.back(current(), start)));
+  over.classList.add("gv-over");
+  out.classList.add("gv-out");
+  back.classList.add("gv-back");
+  bar.append(first, prev, play, next, end);
+  if (data.nav) bar.append(back, over, out);
+  bar.append(speed, slider, counter);
 
   const tools = element("div", "gv-toolbar gv-tools");
   const viewSelect = element("select", "gv-view");
   viewSelect.title = "View";
-  for (const name of Object.keys(svgs)) {
+  for (const name of viewNames) {
     if (collapsedViews.includes(name) && name !== collapsedViews[0]) continue;
     const choice = collapsedViews.includes(name) ? "collapsed" : name;
     const o = element("option", "", choice);
@@ -258,37 +711,125 @@ export function mount(el, model) {
   labels.checked = true;
   labels.addEventListener("change", () => root.classList.toggle("gv-nolabels", !labels.checked));
   labelsBox.append(labels, document.createTextNode(" gradient labels"));
-  const zoomIn = button("+", "Zoom in (or Ctrl + wheel)", () => zoom(1 / 1.25));
-  const zoomOut = button("−", "Zoom out", () => zoom(1.25));
+  const zoomIn = button("+", "Zoom in (or Ctrl + wheel)", () => zoom(1 / 1.25, undefined, undefined, true));
+  const zoomOut = button("−", "Zoom out", () => zoom(1.25, undefined, undefined, true));
   const fit = button("Fit", "Fit the graph to the view", () => resetZoom());
   fit.classList.add("gv-fit");
+  const followButton = button("Follow", "The view follows the active node (f); moving the view by hand pauses it", () => setFollow(!camera.following));
+  followButton.classList.add("gv-follow");
+  const search = new Search(data.search, (matches, at) => found(matches, at));
   const download = button("Download SVG", "Download this step as SVG", () => downloadSvg());
   download.classList.add("gv-download");
   tools.append(viewSelect);
   if (collapsedViews.length) tools.append(depthBox);
-  tools.append(labelsBox, zoomOut, zoomIn, fit, download);
+  tools.append(search.el, labelsBox, zoomOut, zoomIn, fit, followButton, download);
 
   // -- graph and panel --
   const main = element("div", "gv-main");
   const canvas = element("div", "gv-canvas");
+  const stage = element("div", "gv-stage");
   const panel = element("aside", "gv-panel");
-  main.append(canvas, panel);
+  stage.append(canvas);
+  main.append(stage, panel);
   root.append(bar, tools, main);
   el.append(root);
 
   const views = new Map();
   let view = null;
   let shown = -1;
+  let waiting = null; // a view asked of the kernel, not here yet
+  const camera = new Camera(canvas, () => minimap.update(view.box, activeBox()));
+  const minimap = new Minimap((x, y) => {
+    setFollow(false);
+    const b = view.box;
+    camera.set({ ...b, x: x - b.w / 2, y: y - b.h / 2 });
+  });
+  stage.append(minimap.el);
+  cleanups.push(() => camera.observer && camera.observer.disconnect());
+
+  function setFollow(on) {
+    camera.following = on;
+    root.dataset.follow = on ? "on" : "off";
+    followButton.classList.toggle("gv-on", on);
+    followButton.setAttribute("aria-pressed", String(on));
+    if (on) follow();
+  }
+
+  // The element the active step lights up in this view: its node, or the collapsed module
+  // box that holds it; forward frames: the first backward node the op made.
+  function activeElement() {
+    const index = current();
+    const node = index < 0 ? ((forward[index - start] || {}).nodes || [])[0] : (data.steps[index] || {}).node;
+    return node ? elementOf(node) : null;
+  }
+
+  function elementOf(node) {
+    const direct = view.byId.get(`${prefix}_${node}`);
+    if (direct) return direct;
+    const chain = (data.nav && data.nav.chains[node]) || [];
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const box = view.byId.get(`${prefix}_bm${chain[i]}`);
+      if (box) return box;
+    }
+    return null;
+  }
+
+  function activeBox() {
+    const el = activeElement();
+    return el ? view.geometry.box(el) : null;
+  }
+
+  function follow() {
+    if (!view) return;
+    const el = activeElement();
+    if (el) camera.focus(view.geometry, el, view.geometry.around(el));
+    minimap.update(view.box, el ? view.geometry.box(el) : null);
+  }
+
+  // Search results: highlight the matches shown in this view, go to the chosen one's step.
+  let highlighted = [];
+  function found(matches, at) {
+    for (const e of highlighted) e.classList.remove("gv-match", "gv-match-current");
+    highlighted = [];
+    for (const node of matches.slice(0, MAX_MATCHES)) {
+      const e = elementOf(node);
+      if (e) {
+        e.classList.add("gv-match");
+        highlighted.push(e);
+      }
+    }
+    if (at === null) return;
+    const e = elementOf(at);
+    if (e) e.classList.add("gv-match-current");
+    root.dataset.found = at;
+    const ran = schedule.nodes[`${prefix}_${at}`];
+    setFollow(true);
+    if (ran !== null && ran !== undefined && ran !== current()) go(ran);
+    else if (e) camera.focus(view.geometry, e, []);
+  }
 
   function current() {
     return Math.min(Math.max(Number(model.get("step")) || 0, start), last);
   }
 
   function showView(name) {
-    if (!svgs[name]) name = Object.keys(svgs)[0];
-    if (!views.has(name)) views.set(name, new View(svgs[name], name));
+    if (!viewNames.includes(name)) name = viewNames[0];
+    if (!svgText(name)) {
+      // not laid out yet: the notebook's kernel lays it out (change:svgs brings it)
+      waiting = name;
+      root.dataset.waiting = name;
+      canvas.replaceChildren(element("p", "gv-wait", `laying out the ${name} view…`));
+      if (model.send) model.send({ type: "view", name });
+      return;
+    }
+    waiting = null;
+    delete root.dataset.waiting;
+    if (!views.has(name)) {
+      const born = (schedule.born && schedule.born[name]) || (model.get("born") || {})[name];
+      views.set(name, new View(svgText(name), name, schedule, born));
+    }
     const chosen = views.get(name);
-    if (chosen === view) return;
+    if (chosen === view && canvas.firstChild === view.svg) return;
     view = chosen;
     const collapsed = collapsedViews.includes(name);
     viewSelect.value = collapsed ? "collapsed" : name;
@@ -301,9 +842,15 @@ export function mount(el, model) {
     canvas.replaceChildren(view.svg);
     const natural = view.home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
     canvas.style.height = `${Math.max(180, Math.min(natural + 8, 640))}px`;
+    camera.size = null; // measured again once, for this height
     view.showBox();
+    camera.start(view);
+    minimap.show(view, camera.scaleFor(view.home) < Camera.readable());
+    for (const e of highlighted) e.classList.remove("gv-match", "gv-match-current");
+    highlighted = [];
     shown = -1;
     render();
+    if (search.matches.length) search.next(found, 0);
   }
 
   function setView(name) {
@@ -340,15 +887,16 @@ export function mount(el, model) {
     const w = Math.max((b.x - a.x) * 1.5, area.width * 0.75);
     const h = Math.max((b.y - a.y) * 1.5, area.height * 0.75);
     const box = { x: (a.x + b.x - w) / 2, y: (a.y + b.y - h) / 2, w, h };
-    view.box = w >= view.home.w && h >= view.home.h ? { ...view.home } : box;
-    view.showBox();
+    camera.set(w >= view.home.w && h >= view.home.h ? { ...view.home } : box);
   }
 
   function render() {
     const index = current();
+    if (!view) return;
     if (index !== shown) {
-      view.apply(schedule, index);
+      view.apply(index);
       shown = index;
+      follow();
     }
     root.dataset.step = String(index);
     slider.value = String(index);
@@ -464,6 +1012,10 @@ export function mount(el, model) {
       ArrowUp: () => go(current() - 1),
       Home: () => go(start),
       End: () => go(last),
+      o: () => go(nav.past(current(), 0, last)),
+      u: () => go(nav.past(current(), 1, last)),
+      b: () => go(nav.back(current(), start)),
+      f: () => setFollow(!camera.following),
       " ": () => toggle(),
     };
     const action = keys[event.key];
@@ -473,16 +1025,16 @@ export function mount(el, model) {
   });
 
   // -- zoom and pan (viewBox only: the layout never changes) --
-  function zoom(factor, cx, cy) {
+  function zoom(factor, cx, cy, byHand) {
+    if (byHand) setFollow(false);
     const b = view.box;
     const x = cx === undefined ? b.x + b.w / 2 : cx;
     const y = cy === undefined ? b.y + b.h / 2 : cy;
-    view.box = { x: x - (x - b.x) * factor, y: y - (y - b.y) * factor, w: b.w * factor, h: b.h * factor };
-    view.showBox();
+    camera.set({ x: x - (x - b.x) * factor, y: y - (y - b.y) * factor, w: b.w * factor, h: b.h * factor });
   }
   function resetZoom() {
-    view.box = { ...view.home };
-    view.showBox();
+    setFollow(false);
+    camera.set({ ...view.home });
   }
   function toGraph(event) {
     const m = view.svg.getScreenCTM();
@@ -497,26 +1049,30 @@ export function mount(el, model) {
       if (!event.ctrlKey && !event.metaKey) return;
       event.preventDefault();
       const [x, y] = toGraph(event);
-      zoom(event.deltaY > 0 ? 1.15 : 1 / 1.15, x, y);
+      zoom(event.deltaY > 0 ? 1.15 : 1 / 1.15, x, y, true);
     },
     { passive: false },
   );
   let drag = null;
   canvas.addEventListener("pointerdown", (event) => {
-    if (event.button !== 0) return;
-    drag = { x: event.clientX, y: event.clientY, box: { ...view.box }, hit: boxAt(event.target) };
+    if (event.button !== 0 || !view) return;
+    const node = event.target && event.target.closest ? event.target.closest("g.node") : null;
+    drag = { x: event.clientX, y: event.clientY, box: { ...view.box }, hit: boxAt(event.target), node };
     canvas.setPointerCapture(event.pointerId);
   });
   canvas.addEventListener("pointermove", (event) => {
     if (!drag) return;
+    const moved = Math.abs(event.clientX - drag.x) + Math.abs(event.clientY - drag.y);
+    if (moved < 5 && !drag.panning) return;
+    if (!drag.panning) setFollow(false);
+    drag.panning = true;
     const rect = canvas.getBoundingClientRect();
     const scale = Math.max(drag.box.w / rect.width, drag.box.h / rect.height);
-    view.box = {
+    camera.set({
       ...drag.box,
       x: drag.box.x - (event.clientX - drag.x) * scale,
       y: drag.box.y - (event.clientY - drag.y) * scale,
-    };
-    view.showBox();
+    });
   });
   const endDrag = () => {
     drag = null;
@@ -524,10 +1080,18 @@ export function mount(el, model) {
   canvas.addEventListener("pointerup", (event) => {
     // a click (not a drag) on a collapsed module expands it
     const hit = drag && drag.hit;
+    const node = drag && drag.node;
     const still = drag && Math.abs(event.clientX - drag.x) + Math.abs(event.clientY - drag.y) < 5;
     endDrag();
     if (hit && still) expand(hit);
+    else if (node && still) jumpTo(node); // a click on a node: go to the step it ran at
   });
+  function jumpTo(nodeElement) {
+    const ran = schedule.nodes[nodeElement.id];
+    if (ran === null || ran === undefined) return;
+    setFollow(true);
+    go(ran);
+  }
   canvas.addEventListener("pointercancel", endDrag);
 
   // -- download the current step: its classes and the stylesheet inlined --
@@ -569,13 +1133,19 @@ export function mount(el, model) {
 
   const onStep = () => render();
   const onView = () => showView(model.get("view"));
+  const onSvgs = () => {
+    if (waiting && svgText(waiting)) showView(waiting);
+  };
   model.on("change:step", onStep);
   model.on("change:view", onView);
+  model.on("change:svgs", onSvgs);
   cleanups.push(() => {
     model.off("change:step", onStep);
     model.off("change:view", onView);
+    model.off("change:svgs", onSvgs);
   });
 
+  setFollow(true);
   showView(model.get("view") || "backward");
   return () => {
     for (const undo of cleanups) undo();
@@ -612,6 +1182,7 @@ export class LocalModel {
     for (const fn of this.handlers.get(`change:${key}`) || []) fn();
   }
   save_changes() {}
+  send() {} // the page ships every view it offers: nothing to ask for
   on(event, fn) {
     if (!this.handlers.has(event)) this.handlers.set(event, new Set());
     this.handlers.get(event).add(fn);
@@ -622,18 +1193,29 @@ export class LocalModel {
   }
 }
 
-// The standalone page: each <script type="application/json" class="gv-replay-data"> holds
-// one replay; mount it right after the script.
-export function mountStandalone(doc = document) {
+// The standalone page: each data script (class gv-replay-data) holds one replay (JSON, or for big
+// replays gzip+base64 that DecompressionStream inflates); mount it right after the script.
+// Returns a promise of the mounted models.
+export async function mountStandalone(doc = document) {
   const steppers = [];
   for (const script of doc.querySelectorAll("script.gv-replay-data")) {
     if (script.dataset.gvMounted) continue;
     script.dataset.gvMounted = "1";
-    const model = new LocalModel(JSON.parse(script.textContent));
     const host = element("div", "gv-host");
     script.after(host);
+    const text = script.dataset.encoding === "gzip+base64" ? await inflate(script.textContent) : script.textContent;
+    const model = new LocalModel(JSON.parse(text));
     mount(host, model);
     steppers.push(model);
   }
   return steppers;
+}
+
+// base64 of gzip -> text, with the browser's own decompressor (no library, no eval).
+async function inflate(base64) {
+  const binary = atob(base64.trim());
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).text();
 }

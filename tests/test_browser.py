@@ -131,6 +131,7 @@ def test_standalone_replay(ten_ops: Recording, tmp_path: Path) -> None:
         labels.uncheck()
         assert not any(page.evaluate(READ_LABELS, root).values())
         labels.check()
+        root.query_selector(".gv-fit").click()  # the camera chose the view so far
         home = root.query_selector("svg").get_attribute("viewBox")
         root.query_selector(".gv-btn[title^='Zoom in']").click()
         assert root.query_selector("svg").get_attribute("viewBox") != home

@@ -29,7 +29,13 @@ from gradviz.escape import MAX_LABEL_CHARS, html_text, json_text, shorten, visib
 from gradviz.explain.steps import describe_step
 from gradviz.model.recording import Recording
 from gradviz.render.theme import DEFAULT, THEMES
-from gradviz.stepper.page import json_for_script, replay_html, static_html, stepper_payload
+from gradviz.stepper.page import (
+    json_for_script,
+    replay_html,
+    static_html,
+    stepper_payload,
+    unpack_state,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK_TITLE = "{http://www.w3.org/1999/xlink}title"
@@ -195,8 +201,7 @@ def check_outputs(
     assert_shown(payload["svgs"]["backward"], shown)
     page = replay_html(recording, **options)
     page.encode("utf-8")
-    data = page.split('class="gv-replay-data">', 1)[1].split("</script>", 1)[0]
-    assert json.loads(data)["svgs"] == payload["svgs"]
+    assert unpack_state(page)["svgs"] == payload["svgs"]  # JSON, or gzip+base64 when big
     assert page_tags(page) == {"scripts": 2, "imgs": 0, "handlers": []}  # data and stepper
     static = static_html(recording, **options)
     assert page_tags(static) == {"scripts": 0, "imgs": 0, "handlers": []}

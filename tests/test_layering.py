@@ -18,13 +18,24 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "escape": set(),
     "atomic": set(),
+    "progress": set(),
     "model": {"errors", "escape", "atomic"},
     "render": {"model", "errors", "escape", "atomic"},
     "analysis": {"model", "render", "errors", "escape", "atomic"},
     "capture": {"model", "analysis", "errors", "escape", "atomic"},
     "explain": {"model", "analysis", "capture", "errors", "escape", "atomic"},
     "replay": {"model", "analysis", "render", "explain", "errors", "escape", "atomic"},
-    "stepper": {"model", "analysis", "render", "explain", "replay", "errors", "escape", "atomic"},
+    "stepper": {
+        "model",
+        "analysis",
+        "render",
+        "explain",
+        "replay",
+        "errors",
+        "escape",
+        "atomic",
+        "progress",
+    },
 }
 BELOW_OBJECTS = set(ALLOWED)
 ALLOWED["objects"] = BELOW_OBJECTS

@@ -5,6 +5,8 @@ No timings here (they belong to ``make bench``); these tests check behaviour onl
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -120,7 +122,8 @@ def test_fold_is_a_render_option_and_leaves_unrepeated_graphs_alone() -> None:
     assert dot.count("gv_node") < graph.to_dot().count("gv_node")
     a = torch.tensor(2.0, requires_grad=True)
     small = gradviz.trace(a * 3 + a)
-    assert small.to_dot(fold=True) == small.to_dot()
+    with pytest.warns(GradvizWarning, match="folded nothing: the graph has 3 nodes"):
+        assert small.to_dot(fold=True) == small.to_dot()
     with pytest.raises(ValueError, match="backward"):
         graph.to_dot(fold=True, view="forward")
 
@@ -207,3 +210,27 @@ def test_a_gradient_changed_by_a_hook_is_not_shared() -> None:
     received = failed[0].grad_outputs[0]
     producer = recording.steps[1]
     assert all(received is not sent for sent in producer.grad_inputs)
+
+
+def test_fold_folds_shared_weights_and_recurrent_cells() -> None:
+    """A tied embedding (nanoGPT) and a GRU cell unrolled over 12 steps: the weight every
+    block uses no longer stops the blocks from folding."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
+    from workloads import GPT, GRUUnrolled
+
+    torch.manual_seed(0)
+    gpt = GPT(vocab=64, d_model=16, layers=4, seq=8)
+    gpt.head.weight = gpt.tokens.weight  # tied, as nanoGPT does
+    tied = gradviz.trace(gpt(torch.randint(0, 64, (1, 8))).square().mean())
+    folded = tied.to_dot(fold=True)
+    assert "4 × block" in folded
+    assert folded.count("gv_node") < tied.to_dot().count("gv_node") / 4
+    gru = gradviz.trace(GRUUnrolled()(torch.randn(2, 12, 16)).square().mean())
+    dot = gru.to_dot(fold=True)
+    assert re.search(r"1[0-2] × block", dot), "the 12 time steps fold"
+    assert dot.count("gv_node") < gru.to_dot().count("gv_node") / 3
+    with pytest.warns(GradvizWarning, match="folded nothing"):
+        gradviz.trace(torch.tensor(2.0, requires_grad=True) * 3).to_dot(fold=True)

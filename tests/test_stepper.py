@@ -71,7 +71,8 @@ def test_data_goes_once_then_only_the_step(recording: Recording, wire: list[Wire
     kind, first = channel.sent[0]
     assert kind == "comm_open"
     opened = first["state"]
-    assert set(opened["svgs"]) == {"backward", "combined"}
+    assert set(opened["svgs"]) == {"backward"}  # other views are laid out when first chosen
+    assert opened["data"]["views"] == ["backward", "combined"]
     assert opened["data"]["schedule"]["nodes"] and opened["step"] == 0
     assert "stepper.js" not in opened["_esm"] and "export default" in opened["_esm"]
     before = len(channel.sent)
@@ -80,6 +81,22 @@ def test_data_goes_once_then_only_the_step(recording: Recording, wire: list[Wire
     stepper.prev()
     updates = [data for kind, data in channel.sent[before:] if kind == "comm_msg"]
     assert [u["state"] for u in updates] == [{"step": 1}, {"step": 5}, {"step": 4}]
+
+
+def test_a_view_is_laid_out_when_first_chosen(recording: Recording, wire: list[Wire]) -> None:
+    stepper = gradviz.Stepper(recording)
+    assert "combined" not in stepper.svgs
+    # what the browser sends when the view menu picks a view the kernel has not sent yet
+    stepper._on_message(stepper, {"type": "view", "name": "combined"})
+    assert set(stepper.svgs) == {"backward", "combined"}
+    assert 'class="gv_link' in stepper.svgs["combined"] or "gv_tensor" in stepper.svgs["combined"]
+    stepper.view = "backward"
+    with pytest.raises(Exception, match="views"):
+        gradviz.Stepper(recording, views=["sideways"])
+    only = gradviz.Stepper(recording, views=["backward"])
+    assert only.data["views"] == ["backward"]
+    with pytest.raises(Exception, match="view must be one of"):
+        only.view = "combined"
 
 
 def test_front_end_moves_python(recording: Recording, wire: list[Wire]) -> None:

@@ -110,7 +110,34 @@ def link(
         tensor_id = find(record.tensor)
         if tensor_id is not None:
             linked.tensor_links[record.id] = tensor_id
+    linked.first_replayed = _recorded_pass_start(linked, graph)
     return linked
+
+
+def _recorded_pass_start(forward: Forward, graph: Graph) -> int:
+    """The first op of the pass that built this graph.
+
+    A ``watch()`` around a training loop sees every iteration, and a replay of them all
+    would show 1,000 passes to explain one graph. An earlier iteration shows itself as an
+    op that recorded backward nodes which are not in this graph, on a source line that
+    also made nodes of this graph (the loop body ran again); the recorded pass starts
+    right after the last such op. Ops between (making inputs, zero_grad) stay.
+    """
+    ours = {
+        index for node, index in forward.node_ops.items() if not graph.node(node).is_accumulate_grad
+    }
+    if not ours:
+        return 0
+    first = min(ours)
+    lines = {
+        (op.line.filename, op.line.lineno) for op in forward.ops if op.index in ours and op.line
+    }
+    start = 0
+    for op in forward.ops[:first]:
+        recorded = op.seq_end > op.seq_start and op.index not in ours
+        if recorded and op.line is not None and (op.line.filename, op.line.lineno) in lines:
+            start = op.index + 1
+    return start
 
 
 def _innermost(forward: Forward, sequence_nr: int) -> int | None:

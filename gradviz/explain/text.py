@@ -107,11 +107,20 @@ def _transposed(sym: str) -> str:
     return sym[:-1] if sym.endswith("ᵀ") else f"{_paren(sym)}ᵀ"
 
 
+CHECKED_ELEMENTS = 4096  # a formula is checked on at most this many evenly spread elements
+
+
 def _agree(expected: Tensor, sent: Tensor) -> bool:
     if tuple(expected.shape) != tuple(sent.shape):
         return False
     if not expected.numel():
         return True
+    if expected.numel() > CHECKED_ELEMENTS:
+        # a real model's gradients have millions of elements: the same evenly spread sample
+        # of both (seconds per replay saved; a wrong formula still disagrees almost anywhere)
+        stride = -(-expected.numel() // CHECKED_ELEMENTS)
+        expected = expected.reshape(-1)[::stride]
+        sent = sent.reshape(-1)[::stride]
     # float32 rounding is relative to the biggest finite entry (cancellation in sums and
     # products); NaN and Inf must sit where the formula puts them
     both = torch.cat([expected.reshape(-1), sent.reshape(-1)]).abs()

@@ -288,6 +288,14 @@ class Forward:
     node_ops: dict[str, int] = field(default_factory=dict)  # backward node id -> op index
     node_modules: dict[str, int] = field(default_factory=dict)  # node id -> module index
     tensor_links: dict[str, str] = field(default_factory=dict)  # graph tensor id -> ftensor id
+    # the first op of the pass the graph came from: a watch() around a training loop saw
+    # every iteration, and the replay shows the recorded one (gradviz.capture.link)
+    first_replayed: int = 0
+
+    @property
+    def replayed(self) -> list[FOp]:
+        """The ops the replay shows: those of the recorded pass."""
+        return self.ops[self.first_replayed :] if self.first_replayed else self.ops
 
     def __post_init__(self) -> None:
         self._by_id = {t.id: t for t in self.tensors}
@@ -346,6 +354,7 @@ class Forward:
             "node_ops": dict(self.node_ops),
             "node_modules": dict(self.node_modules),
             "tensor_links": dict(self.tensor_links),
+            "first_replayed": self.first_replayed,
         }
 
     @classmethod
@@ -359,4 +368,5 @@ class Forward:
             node_ops=dict(data["node_ops"]),
             node_modules=dict(data["node_modules"]),
             tensor_links=dict(data["tensor_links"]),
+            first_replayed=int(data.get("first_replayed", 0)),
         )

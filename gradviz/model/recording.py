@@ -187,7 +187,7 @@ class Recording:
     @property
     def forward_ops(self) -> list[FOp]:
         """The watched forward ops in the order they ran (empty without ``watch()``)."""
-        return [] if self.graph.forward is None else list(self.graph.forward.ops)
+        return [] if self.graph.forward is None else list(self.graph.forward.replayed)
 
     @property
     def order(self) -> list[str]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from gradviz.model.graph import Edge, Graph, Node
 
-__all__ = ["FoldedNode", "fold_graph"]
+__all__ = ["FoldedNode", "fold_graph", "fold_with_reason"]
 
 MAX_PERIOD = 8  # the longest block, in spine segments, that folding looks for
 MIN_FOLDED_NODES = 4  # runs that cover fewer nodes are not worth a box
@@ -42,16 +42,24 @@ class FoldedNode(Node):
 
 def fold_graph(graph: Graph, min_repeats: int = 2) -> Graph:
     """A new graph in which each run of identical blocks is one ``FoldedNode``."""
+    return fold_with_reason(graph, min_repeats)[0]
+
+
+def fold_with_reason(graph: Graph, min_repeats: int = 2) -> tuple[Graph, str]:
+    """``fold_graph``, and when nothing folded, why (else "")."""
     if min_repeats < 2 or len(graph.nodes) < MIN_FOLDED_NODES * 2:
-        return graph
+        return graph, f"the graph has {len(graph.nodes)} nodes: too few to hold repeated blocks"
     children = {n.id: [e.dst for e in graph.out_edges(n.id) if e.dst is not None] for n in graph}
     order = _topological(graph, children)
     if order is None:
-        return graph
+        return graph, "the graph has a cycle"
     idom = _dominators(graph, order, children)
     spine = _spine(graph, order, children, idom)
     if len(spine) < min_repeats:
-        return graph
+        return graph, (
+            "no chain of nodes that every gradient passes through (the blocks are not in "
+            "sequence, e.g. parallel branches all the way)"
+        )
     segment = _segments(order, idom, spine)
     members: list[list[str]] = [[] for _ in spine]
     for node_id in order:
@@ -70,8 +78,13 @@ def fold_graph(graph: Graph, min_repeats: int = 2) -> Graph:
         if all(p in inside for n in inside if n != entry for p in parents[n]):
             folds.append((start, period, repeats))
     if not folds:
-        return graph
-    return _build(graph, spine, members, folds)
+        if not runs:
+            return graph, (
+                f"no block repeats {min_repeats} or more times in a row along the chain of "
+                f"{len(spine)} nodes every gradient passes through"
+            )
+        return graph, "each repeated run has a node fed from outside the run in its middle"
+    return _build(graph, spine, members, folds), ""
 
 
 def _topological(graph: Graph, children: dict[str, list[str]]) -> list[str] | None:
@@ -127,7 +140,11 @@ def _spine(
         depth.setdefault(node_id, 0)
         for kid in children[node_id]:
             depth[kid] = max(depth.get(kid, 0), depth[node_id] + 1)
-    deepest = max(order, key=depth.__getitem__)  # the first of the deepest, in topological order
+    # the first of the deepest, in topological order; not a leaf's AccumulateGrad: a weight
+    # shared by several blocks (tied embeddings, a recurrent cell's weights) is reached from
+    # all of them, so its only dominator is the root and the spine would be empty
+    ops = [n for n in order if not graph.node(n).is_accumulate_grad] or order
+    deepest = max(ops, key=depth.__getitem__)
     chain = []
     node_id = deepest
     while node_id != _TOP:
@@ -171,10 +188,17 @@ def _signature(
                     local[dst] = len(local)
                     queue.append(dst)
                 codes.append(f"{local[dst]}.{edge.input_nr}")
+            elif _shared(graph, dst, segment):
+                codes.append(f"s.{edge.input_nr}")  # a weight every block uses (an RNN cell)
             else:
                 codes.append(f"x{segment.get(dst, -1) - i}.{edge.input_nr}")
         parts.append(f"{graph.node(node_id).type_name}({','.join(codes)})")
     return ";".join(parts)
+
+
+def _shared(graph: Graph, node_id: str, segment: dict[str, int]) -> bool:
+    """Fed from several segments: the same for each block, wherever it sits."""
+    return len({segment.get(e.src, -1) for e in graph.in_edges(node_id)}) > 1
 
 
 def _runs(signatures: list[str], sizes: list[int], min_repeats: int) -> list[tuple[int, int, int]]:

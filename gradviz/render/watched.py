@@ -14,10 +14,9 @@ Pure string building, like ``render``: no torch, no subprocess. The backward sid
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
-from gradviz.model.forward import FOp, Forward, FTensor
-from gradviz.model.graph import Edge, Graph, Node, TensorRecord
+from gradviz.model.forward import FOp, Forward
+from gradviz.model.graph import Edge, Graph, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role, Summary
 from gradviz.render.dot import (
@@ -29,8 +28,15 @@ from gradviz.render.dot import (
     html_text,
     tooltip,
 )
+from gradviz.render.links import CombinedSides, LinkSpec, _Box, _LinkWriter
 
-__all__ = ["collapsed_box", "collapsed_members", "forward_aware_dot", "needs_forward"]
+__all__ = [
+    "collapsed_box",
+    "collapsed_members",
+    "combined_sides",
+    "forward_aware_dot",
+    "needs_forward",
+]
 
 _ARITHMETIC = frozenset(
     (
@@ -92,17 +98,14 @@ def forward_aware_dot(graph: Graph, options: RenderOptions) -> str:
     return _Writer(graph, options, empty, forward=False, backward=True).write()
 
 
-@dataclass(frozen=True)
-class _Box:
-    """One version of one forward tensor, as drawn."""
-
-    name: str  # DOT node name
-    tensor: FTensor
-    version: int
-    record: TensorRecord | None  # the graph's record when this box is its current version
+def combined_sides(graph: Graph, options: RenderOptions) -> CombinedSides:
+    """The watched combined view in parts, for laying its two sides out apart."""
+    if graph.forward is None:
+        raise ValueError(needs_forward("combined"))
+    return _Writer(graph, options, graph.forward, forward=True, backward=True).sides()
 
 
-class _Writer(_DotWriter):
+class _Writer(_LinkWriter):
     def __init__(
         self,
         graph: Graph,
@@ -133,24 +136,46 @@ class _Writer(_DotWriter):
         self.offgraph: dict[tuple[str, int], tuple[str, int]] = {}
 
     # -- the whole picture ------------------------------------------------------------------
-    def write(self) -> str:
+    def write(self, clusters: bool = True) -> str:
+        """The DOT text; ``clusters=False`` leaves out the two side clusters (``sides``)."""
         self.lines = dot_header(self.theme, self.prefix, self.options.direction, compound="true")
+        self.cuts = [len(self.lines)]
         boxes: dict[tuple[str, int], _Box] = {}
-        both = self.show_forward and self.show_backward
+        both = self.show_forward and self.show_backward and clusters
         if self.show_forward:
             self._open("forward", "forward pass (what the code ran)", both)
             boxes = self._forward_side()
             self._close(both)
+        self.cuts.append(len(self.lines))
         if self.show_backward:
             self._open("backward", "backward graph (what autograd built)", both)
             self._backward_side()
             self._close(both)
+        self.cuts.append(len(self.lines))
         if self.show_forward and self.show_backward:
             self._links(boxes)
+        self.cuts.append(len(self.lines))
         if self.options.legend:
             self._legend()
         self.lines.append("}")
         return "\n".join(self.lines) + "\n"
+
+    def sides(self) -> CombinedSides:
+        """The combined view as two graphs laid out apart and the links drawn between them:
+        ``dot`` spends minutes routing hundreds of links across two clusters, seconds on
+        each side alone."""
+        self.link_specs: list[LinkSpec] = []
+        full = self.write(clusters=False)
+        head, forward_end, backward_end, links_end = self.cuts
+        header = self.lines[:head]
+        legend = self.lines[links_end:-1]
+        return CombinedSides(
+            full=full,
+            forward="\n".join([*header, *self.lines[head:forward_end], "}"]) + "\n",
+            backward="\n".join([*header, *self.lines[forward_end:backward_end], *legend, "}"])
+            + "\n",
+            links=tuple(self.link_specs),
+        )
 
     def _open(self, side: str, title: str, wanted: bool) -> None:
         if wanted:
@@ -162,20 +187,6 @@ class _Writer(_DotWriter):
     def _close(self, wanted: bool) -> None:
         if wanted:
             self.lines.append("  }")
-
-    def _edge_drawn(self, edge: Edge) -> None:
-        """Backward edges; beside the forward pass they point up, as in the lessons."""
-        before = len(self.lines)
-        super()._edge(edge)
-        if not self.show_forward:
-            return
-        for index in range(before, len(self.lines)):
-            line = self.lines[index]
-            head, sep, rest = line.partition(" -> ")
-            if not sep:
-                continue
-            dst, _, attributes = rest.partition(" [")
-            self.lines[index] = f'  {dst} -> {head.strip()} [dir="back" {attributes}'
 
     def _mark(self, line: str, key: str) -> str:
         """Outline a marked element: later attributes win in DOT."""
@@ -274,8 +285,8 @@ class _Writer(_DotWriter):
             ids = {"id": f"{self.prefix}_fe_{src}_{dst}"}  # the stepper reveals it by id
             edges.append(f"  {src} -> {dst} {_attrs(**ids, **attributes)};")
 
-        used = {a.tensor for op in data.ops for a in op.inputs if a.tensor is not None}
-        for op in data.ops:
+        used = {a.tensor for op in data.replayed for a in op.inputs if a.tensor is not None}
+        for op in data.replayed:
             cluster, collapsed = self._group(op.module)
             if op.kind == "factory":
                 for tensor_id, version in zip(op.outputs, op.output_versions, strict=True):
@@ -460,6 +471,7 @@ class _Writer(_DotWriter):
         collapsed_seen: set[int] = set()
         depth = self.options.collapse_depth
         inside = {} if depth is None else collapsed_members(self.graph, depth)
+        params = self._parameters_inside(inside)
         for node in self.graph.nodes:
             module = self.data.node_modules.get(node.id)
             cluster, collapsed = self._group(module)
@@ -470,6 +482,8 @@ class _Writer(_DotWriter):
                     collapsed_seen.add(collapsed)
                     count = len(inside.get(collapsed, ()))
                     note = f"{count} node{'s' if count != 1 else ''} inside"
+                    if params.get(collapsed):
+                        note += f", {params[collapsed]} parameter{'s' * (params[collapsed] > 1)}"
                     self._module_box(name, collapsed, cluster, "gv_bmodule", note)
                 continue
             before = len(self.lines)
@@ -477,7 +491,9 @@ class _Writer(_DotWriter):
             written = self.lines[before:]
             del self.lines[before:]
             self.cluster_lines[cluster].extend(self._mark(w, node.id) for w in written)
+        links = [] if self.show_forward else self._leaf_boxes()
         self._emit_clusters("b")
+        self.lines.extend(links)
         self.offgraph = self._offgraph_args()
         merged: dict[tuple[str, str], list[Edge]] = {}
         for edge in self.graph.edges:
@@ -491,8 +507,36 @@ class _Writer(_DotWriter):
             merged.setdefault((src or edge.src, dst or edge.dst), []).append(edge)
         for (src_name, dst_name), edges in merged.items():
             self._group_edge(src_name, dst_name, edges)
-        if not self.show_forward:
-            self._tensors()
+
+    def _parameters_inside(self, inside: dict[int, list[str]]) -> dict[int, int]:
+        """Collapsed module -> how many leaves (parameters) feed nodes inside its box."""
+        box_of = {node: module for module, nodes in inside.items() for node in nodes}
+        counts: dict[int, int] = defaultdict(int)
+        for record in self.graph.tensors:
+            if record.role is Role.LEAF and not record.is_root and record.node_id in box_of:
+                counts[box_of[record.node_id]] += 1
+        return counts
+
+    def _leaf_boxes(self) -> list[str]:
+        """Leaf tensors (parameters) go with their module: drawn in its cluster, or left out
+        when it is one box (its label counts them); returns the links, to write after the
+        clusters. Drawn apart, every parameter landed in one far row with long edges."""
+        links: list[str] = []
+        for record in self.graph.tensors:
+            if record.is_root or record.role is not Role.LEAF or record.node_id is None:
+                continue
+            if record.node_id in self.node_group:
+                continue  # inside a collapsed module: counted in its box
+            before = len(self.lines)
+            self._tensor_box(record, compact=True)
+            written = self.lines[before:]
+            del self.lines[before:]
+            if not written:
+                continue
+            cluster, _ = self._group(self.data.node_modules.get(record.node_id))
+            self.cluster_lines[cluster].append(written[0])
+            links.extend(written[1:])
+        return links
 
     def _group_edge(self, src: str, dst: str, edges: list[Edge]) -> None:
         """One edge into, out of or between collapsed boxes for the graph ``edges`` it merges.
@@ -520,132 +564,14 @@ class _Writer(_DotWriter):
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
         before = len(self.lines)
         super()._tensor_box(record, compact)
-        if self.node_group:
+        node_id = record.node_id
+        group = None if node_id is None else self.node_group.get(node_id)
+        if group is not None:
             for index in range(before, len(self.lines)):
-                for node_id, group in self.node_group.items():
-                    self.lines[index] = self.lines[index].replace(f" {node_id} ", f" {group} ")
-                    self.lines[index] = self.lines[index].replace(f" {node_id};", f" {group};")
+                self.lines[index] = self.lines[index].replace(f" {node_id} ", f" {group} ")
+                self.lines[index] = self.lines[index].replace(f" {node_id};", f" {group};")
         if before < len(self.lines):
             self.lines[before] = self._mark(self.lines[before], record.id)
-
-    # -- links between the sides ------------------------------------------------------------
-    def _links(self, boxes: dict[tuple[str, int], _Box]) -> None:
-        ops = self.data.ops
-        drawn = {line.split()[0] for line in self.lines if line.startswith("  ")}
-        for (tensor_id, version), made in boxes.items():
-            if made.name not in drawn:
-                continue
-            target, leaf = self._node_of(made, tensor_id, version, ops)
-            if target is None:
-                continue
-            target = self.node_group.get(target, target)
-            role = self.theme.role(made.tensor.role)
-            record = made.record
-            link_id = f"l_{record.id}" if record is not None else f"l_{made.name}"
-            label = (
-                None
-                if record is None
-                else self._grad_label(self.options.link_labels.get(record.id))
-            )
-            attributes = _attrs(
-                id=f"{self.prefix}_{link_id}",
-                class_="gv_link",
-                style="dashed",
-                color=role.border,
-                constraint="false" if leaf else "true",
-                minlen=0,
-                label=label,
-            )
-            if leaf:
-                self.lines.append(f"  {target} -> {made.name} {attributes};")
-            else:
-                self.lines.append(f"  {made.name} -> {target} {attributes};")
-        self._constant_links(boxes)
-
-    def _node_of(
-        self, made: _Box, tensor_id: str, version: int, ops: list[FOp]
-    ) -> tuple[str | None, bool]:
-        """The backward node a tensor box feeds: its grad_fn, or a leaf's AccumulateGrad."""
-        record = made.record
-        if record is not None and record.node_id is not None:
-            return record.node_id, record.role is Role.LEAF and not record.is_root
-        if made.tensor.role is Role.LEAF and made.tensor.is_leaf:
-            for graph_record in self.graph.tensors:
-                if self.data.tensor_links.get(graph_record.id) == tensor_id:
-                    return graph_record.node_id, True
-            return None, False
-        for op in ops:
-            for out, out_version, seq in zip(
-                op.outputs, op.output_versions, op.grad_fn_seqs, strict=True
-            ):
-                if out == tensor_id and (out_version or 0) == version and seq is not None:
-                    node = self.nodes_by_seq.get(seq)
-                    if node is not None:
-                        return node.id, False
-        return None, False
-
-    def _offgraph_args(self) -> dict[tuple[str, int], tuple[str, int]]:
-        """(node id, slot) of each None slot -> the off-graph tensor input (id, version)
-        that left it: an op's None slots and its off-graph tensor inputs, in order."""
-        found: dict[tuple[str, int], tuple[str, int]] = {}
-        for op in self.data.ops:
-            if op.seq_end <= op.seq_start:
-                continue
-            nodes: list[Node] = [  # the op's nodes (linear: AddmmBackward0, ViewBackward0)
-                self.nodes_by_seq[seq]
-                for seq in range(op.seq_start, op.seq_end)
-                if seq in self.nodes_by_seq
-            ]
-            if not nodes or any(node.id in self.node_group for node in nodes):
-                continue
-            constants = [
-                (a.tensor, a.version or 0)
-                for a in op.inputs
-                if a.tensor is not None and not self.data.tensor(a.tensor).requires_grad
-            ]
-            slots = [e for n in nodes for e in self.graph.out_edges(n.id) if e.dst is None]
-            if constants and len(slots) == len(constants):
-                for slot_edge, arg in zip(slots, constants, strict=True):
-                    found[(slot_edge.src, slot_edge.slot)] = arg
-        return found
-
-    def _edge(self, edge: Edge) -> None:
-        """A None slot left by a named off-graph input says whose it is: ``None · d``."""
-        before = len(self.lines)
-        self._edge_drawn(edge)
-        if edge.dst is not None:
-            return
-        arg = self.offgraph.get((edge.src, edge.slot))
-        name = None if arg is None else self.data.tensor(arg[0]).name
-        if not name:
-            return
-        marker = '<FONT POINT-SIZE="9">None</FONT>'
-        for index in range(before, len(self.lines)):
-            if marker in self.lines[index]:
-                text = f"None · {html_text(name)}"
-                self.lines[index] = self.lines[index].replace(
-                    marker, f'<FONT POINT-SIZE="9">{text}</FONT>', 1
-                )
-                break
-
-    def _constant_links(self, boxes: dict[tuple[str, int], _Box]) -> None:
-        """An off-graph tensor input left a None slot in its op's node: link the two."""
-        for (src, slot), arg in self.offgraph.items():
-            made = boxes.get(arg)
-            if made is None:
-                continue
-            self.lines.append(
-                f"  {made.name} -> c_{src}_{slot} "
-                + _attrs(
-                    id=f"{self.prefix}_k_{src}_{slot}",
-                    class_="gv_constlink",
-                    style="dotted",
-                    arrowhead="none",
-                    constraint="false",
-                    color=self.theme.constant.border,
-                )
-                + ";"
-            )
 
 
 def box_value(data: Summary) -> str:

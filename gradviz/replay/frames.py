@@ -38,8 +38,10 @@ from gradviz.model.recording import Recording, short_text, value_text
 from gradviz.model.values import Role
 from gradviz.render.backend import run_dot
 from gradviz.render.options import RenderOptions
+from gradviz.render.sidebyside import side_by_side_svg
 from gradviz.render.theme import Theme
 from gradviz.render.views import to_dot
+from gradviz.render.watched import combined_sides
 from gradviz.replay.modules import _boxes, box_class, module_css, view_options
 from gradviz.replay.styles import SvgTemplate, step_css
 
@@ -161,7 +163,7 @@ class ForwardFrame:
 
 def _forward(recording: Recording) -> Forward:
     forward = recording.graph.forward
-    if forward is None or not forward.ops:
+    if forward is None or not forward.replayed:
         raise IndexError(
             "this recording has no forward frames: record it with gradviz.watch(), e.g.\n"
             "    with gradviz.watch() as w:\n        loss = model(x).sum()\n"
@@ -175,8 +177,9 @@ def _op_times(recording: Recording) -> tuple[dict[int, int], dict[str, int]]:
     forward = recording.graph.forward
     if forward is None:
         return {}, {}
-    count = len(forward.ops)
-    op_time = {op.index: position - count for position, op in enumerate(forward.ops)}
+    replayed = forward.replayed
+    count = len(replayed)
+    op_time = {op.index: position - count for position, op in enumerate(replayed)}
     node_time = {
         node_id: op_time[index] for node_id, index in forward.node_ops.items() if index in op_time
     }
@@ -194,7 +197,7 @@ def _op_outputs(op: FOp) -> tuple[str, ...]:
 def forward_frame(recording: Recording, step: int) -> ForwardFrame:
     """The forward frame at step ``step`` (-F .. -1): the state once forward op
     ``step + F + 1`` (counted from 1) has run."""
-    count = len(_forward(recording).ops)
+    count = len(_forward(recording).replayed)
     if not -count <= step <= -1:
         raise IndexError(
             f"forward step {step} does not exist: this recording's forward steps are "
@@ -206,10 +209,10 @@ def forward_frame(recording: Recording, step: int) -> ForwardFrame:
 def _forward_frame(recording: Recording, index: int) -> ForwardFrame:
     """Forward frame ``index`` (1 .. F, as the panel counts): after the index-th op ran."""
     forward = _forward(recording)
-    count = len(forward.ops)
+    count = len(forward.replayed)
     if not 1 <= index <= count:
         raise IndexError(f"forward frame {index} does not exist: this recording has 1 to {count}")
-    op = forward.ops[index - 1]
+    op = forward.replayed[index - 1]
     step = index - count - 1
     _, node_time = _op_times(recording)
     order = [n.id for n in recording.graph.nodes]
@@ -427,13 +430,13 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
     with their later end. Anything else (made before the watch, the legend) always shows.
     """
     forward = recording.graph.forward
-    if forward is None or not forward.ops:
+    if forward is None or not forward.replayed:
         return {}
     graph = recording.graph
     op_time, node_time = _op_times(recording)
     box_time: dict[tuple[str, int], int] = {}
     first_seen: dict[str, int | None] = {}
-    for op in forward.ops:
+    for op in forward.replayed:
         for arg in op.inputs:
             if arg.tensor is not None:
                 first_seen.setdefault(arg.tensor, None)  # existed before this op
@@ -443,7 +446,7 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
             box_time.setdefault((tensor_id, version or 0), op_time[op.index])
             first_seen.setdefault(tensor_id, op_time[op.index])
     module_time: dict[int, int] = {}
-    for op in forward.ops:
+    for op in forward.replayed:
         for scope in forward.module_chain(op.module):
             module_time.setdefault(scope.index, op_time[op.index])
     records = {r.id: r for r in graph.tensors}
@@ -509,6 +512,16 @@ def forward_css(theme: Theme, scope: str = "") -> str:
 # -- one layout, restyled per step ---------------------------------------------------------
 def replay_options(recording: Recording, **options: Any) -> RenderOptions:
     """Render options with every gradient that will flow laid out from the start."""
+    edge_labels, link_labels = _replay_labels(recording)
+    return RenderOptions.make(edge_labels=edge_labels, link_labels=link_labels, **options)
+
+
+def _replay_labels(recording: Recording) -> tuple[dict[str, str], dict[str, str]]:
+    """Every gradient label of the replay, summarised once per recording: summaries of big
+    tensors take seconds, and every view shows the same ones."""
+    cached = _LABELS.get(recording)
+    if cached is not None:
+        return dict(cached[0]), dict(cached[1])
     graph = recording.graph
     edge_labels: dict[str, str] = {}
     for step in recording.steps:
@@ -526,8 +539,14 @@ def replay_options(recording: Recording, **options: Any) -> RenderOptions:
             leaf_step = recording.step_for(record.node_id)
             if leaf_step is not None and leaf_step.leaf_grad_after is not None:
                 link_labels[record.id] = "grad " + short_text(leaf_step.leaf_grad_after)
-    return RenderOptions.make(edge_labels=edge_labels, link_labels=link_labels, **options)
+    _LABELS[recording] = (edge_labels, link_labels)
+    return dict(edge_labels), dict(link_labels)
 
+
+# every gradient label of a recording, summarised once; dropped with the recording
+_LABELS: weakref.WeakKeyDictionary[Recording, tuple[dict[str, str], dict[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 # one Graphviz layout per recording and DOT text; dropped with the recording
 _LAYOUTS: weakref.WeakKeyDictionary[Recording, dict[str, tuple[SvgTemplate, dict[str, int]]]] = (
@@ -546,14 +565,26 @@ def _layout(
 ) -> tuple[SvgTemplate, RenderOptions, dict[str, int]]:
     """The cached layout, its options, and when each element appears (``_born``)."""
     render_options = replay_options(recording, **options)
-    dot = to_dot(recording.graph, render_options)
+    prefix = render_options.prefix or recording.graph.prefix
+    sides = None
+    if render_options.view == "combined" and recording.graph.forward is not None:
+        sides = combined_sides(recording.graph, render_options)  # laid out apart: see sidebyside
+        dot = sides.full
+    else:
+        dot = to_dot(recording.graph, render_options)
     cache = _LAYOUTS.setdefault(recording, {})
     key = hashlib.sha1(dot.encode()).hexdigest()
     if key not in cache:
-        prefix = render_options.prefix or recording.graph.prefix
         labelled = {f"{prefix}_e_{k.replace('.', '_')}" for k in render_options.edge_labels}
         labelled |= {f"{prefix}_l_{t}" for t in render_options.link_labels}
-        template = SvgTemplate(run_dot(dot, "svg").decode("utf-8"), labelled)
+        if sides is not None:
+            theme = render_options.theme
+            svg = side_by_side_svg(
+                sides, prefix, theme.background, theme.text, theme.step.grad_text
+            )
+        else:
+            svg = run_dot(dot, "svg").decode("utf-8")
+        template = SvgTemplate(svg, labelled)
         cache[key] = (template, _born(recording, dot))
     template, born = cache[key]
     return template, render_options, born

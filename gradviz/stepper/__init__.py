@@ -1,5 +1,6 @@
 """Front ends of the replay: the payload (plain JSON for ``assets/stepper.js``), the
 offline page, the anywidget ``Stepper`` and the notebook display.
 
-May import: ``gradviz.replay`` and everything below it. Only ``widget`` loads anywidget.
+May import: ``gradviz.replay`` and everything below it, and ``gradviz.progress``.
+Only ``widget`` loads anywidget.
 """

@@ -8,14 +8,19 @@ and ``&`` are escaped, and the front end inserts it as text, never as markup.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html
+import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gradviz.errors import GradvizError
 from gradviz.escape import json_text
 from gradviz.model.recording import Recording
+from gradviz.progress import progress
 from gradviz.render.theme import DARK, DEFAULT, Theme
 from gradviz.render.watched import collapsed_members
 from gradviz.replay.frames import (
@@ -25,17 +30,20 @@ from gradviz.replay.frames import (
     replay_born,
     replay_data,
     replay_layout,
+    replay_options,
 )
 from gradviz.replay.modules import module_css, module_views, view_options
 from gradviz.replay.styles import step_css
 
 __all__ = [
     "asset_text",
+    "available_views",
     "json_for_script",
     "replay_html",
     "static_html",
     "static_svg",
     "stepper_payload",
+    "unpack_state",
 ]
 
 VIEWS = ("backward", "combined")
@@ -76,9 +84,16 @@ def json_for_script(value: Any) -> str:
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
+_GEOMETRY = re.compile(r'( (?:points|d|x|y|cx|cy|rx|ry)=")([^"]*)"')
+_DECIMALS = re.compile(r"(-?\d+\.\d)\d+")
+
+
 def _svg_element(svg: str) -> str:
-    """Graphviz output without the XML prolog, doctype and comments: the <svg> alone."""
-    return _COMMENT.sub("", svg[svg.index("<svg") :])
+    """Graphviz output without the XML prolog, doctype and comments: the <svg> alone, its
+    coordinates to 0.1 pt (a tenth of a point is below a screen pixel at any readable zoom;
+    the page gets 10% lighter)."""
+    svg = _COMMENT.sub("", svg[svg.index("<svg") :])
+    return _GEOMETRY.sub(lambda m: m.group(1) + _DECIMALS.sub(r"\1", m.group(2)) + '"', svg)
 
 
 def _dark_remap(light: Theme, dark: Theme) -> str:
@@ -105,58 +120,149 @@ def _dark_remap(light: Theme, dark: Theme) -> str:
     return "".join(rules)
 
 
-def stepper_payload(
-    recording: Recording, step: int | None = None, **options: Any
-) -> dict[str, Any]:
-    """Both views laid out once, the schedule, the panel data and the stylesheets.
+def available_views(recording: Recording) -> tuple[str, ...]:
+    """Every view the stepper can show for this recording, in the view menu's order."""
+    return (*VIEWS, *module_views(recording))
 
-    ``step`` styles the shipped SVGs (default: the last step); under ``watch()`` negative
-    steps are the forward frames (``gradviz.replay.frames``), and ``data`` says where they start.
+
+def chosen_views(recording: Recording, views: Sequence[str] | None) -> tuple[str, ...]:
+    """``views`` checked against what this recording has (None: all of them)."""
+    every = available_views(recording)
+    if views is None:
+        return every
+    if isinstance(views, str):
+        views = [views]
+    unknown = [v for v in views if v not in every]
+    if unknown or not views:
+        raise GradvizError(
+            f"views={list(views)!r}: this recording has the views {list(every)}; pass a "
+            "non-empty list of them, e.g. views=['backward'] to leave the watched combined "
+            "view out"
+        )
+    return tuple(v for v in every if v in views)
+
+
+COLLAPSED_DEFAULT_NODES = 150  # above this many nodes the stepper opens on the module view
+
+
+def default_view(recording: Recording, views: Sequence[str]) -> str:
+    """The view the stepper opens on: the collapsed module view for big graphs that have
+    module data (a whole model fitted to the stage is unreadable), else the backward view."""
+    collapsed = [v for v in views if v.startswith("collapsed-")]
+    if collapsed and len(recording.graph.nodes) > COLLAPSED_DEFAULT_NODES:
+        wanted = f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"
+        return wanted if wanted in collapsed else collapsed[-1]
+    return "backward" if "backward" in views else views[0]
+
+
+def layout_view(
+    recording: Recording, view: str, schedule: dict[str, Any], index: int, **options: Any
+) -> tuple[str, dict[str, int]]:
+    """One view laid out (cached on the recording), its ``<svg>`` styled at step ``index``,
+    and when each element appears during the forward frames (``replay_born``)."""
+    options.pop("view", None)
+    template, _ = replay_layout(recording, **{**options, **view_options(view)})
+    born = replay_born(recording, [view], **options).get(view, {})
+    with_born = {**schedule, "born": {view: born}} if born else schedule
+    return _svg_element(template.render(classes_at(with_born, index, view))), born
+
+
+def stepper_payload(
+    recording: Recording,
+    step: int | None = None,
+    views: Sequence[str] | None = None,
+    lazy: bool = False,
+    **options: Any,
+) -> dict[str, Any]:
+    """The views laid out, the schedule, the panel data and the stylesheets.
+
+    ``views`` leaves views out (default: every view, ``available_views``); ``lazy`` lays
+    out only the view the stepper opens on (the widget asks the kernel for the others when
+    first chosen; ``data["views"]`` lists them all). ``step`` styles the shipped SVGs
+    (default: the last step); under ``watch()`` negative steps are the forward frames
+    (``gradviz.replay.frames``), and ``data`` says where they start.
     """
     options.pop("view", None)
-    svgs: dict[str, str] = {}
-    theme: Theme = DEFAULT
-    prefix = ""
+    chosen = chosen_views(recording, views)
+    opening = default_view(recording, chosen)
     index = len(recording.steps) if step is None else step
-    data: dict[str, Any] = {}
-    extra = module_views(recording)
-    views = (*VIEWS, *extra)
+    extra = [v for v in chosen if v not in VIEWS]
     depths = [int(v.split("-")[1]) for v in extra if v.startswith("collapsed-")]
-    born = replay_born(recording, views, **options)
-    for view in views:
-        template, render_options = replay_layout(recording, **{**options, **view_options(view)})
-        theme = render_options.theme
-        prefix = render_options.prefix or recording.graph.prefix
-        if not data:
-            data = replay_data(recording, prefix, born, depths)
-        classes = classes_at(data["schedule"], index, view)
-        svgs[view] = _svg_element(template.render(classes))
+    render_options = replay_options(recording, **options)
+    theme: Theme = render_options.theme
+    prefix = render_options.prefix or recording.graph.prefix
+    data = replay_data(recording, prefix, None, depths)
+    born: dict[str, dict[str, int]] = {}
+    svgs: dict[str, str] = {}
+    laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
+    for view in progress(laid, "gradviz: laying out views", len(recording.graph.nodes)):
+        svgs[view], view_born = layout_view(recording, view, data["schedule"], index, **options)
+        if view_born:
+            born[view] = view_born
+    if born:
+        data["schedule"]["born"] = born
+    data["views"] = list(chosen)
     if extra:
         data["modules"] = _module_data(recording, prefix, extra)
         _name_modules(recording, data["steps"])
+        data["nav"] = _navigation(recording)
+    data["search"] = _search_items(recording)
+    has_forward = bool(recording.forward_ops)
     theme.check()  # again: its values go into the stylesheets as they are
     scoped = step_css(theme, SCOPE)
     plain = step_css(theme)
     if extra:
         scoped += module_css(theme, SCOPE)
         plain += module_css(theme)
-    if born:
+    if has_forward:
         scoped += forward_css(theme, SCOPE)
         plain += forward_css(theme)
     if theme == DEFAULT:
         scoped += _dark_remap(DEFAULT, DARK) + step_css(DARK, f"{SCOPE}.gv-dark")
         if extra:
             scoped += module_css(DARK, f"{SCOPE}.gv-dark")
-        if born:
+        if has_forward:
             scoped += forward_css(DARK, f"{SCOPE}.gv-dark")
     return {
         "svgs": svgs,
         "data": data,
         "css": {"scoped": scoped, "plain": plain},
         "step": index,
-        "view": "backward",
+        "view": opening,
         "prefix": prefix,
     }
+
+
+def _navigation(recording: Recording) -> dict[str, Any]:
+    """For stepping by module: each node's module chain (outermost first) and the modules'
+    names; the front end steps over / out of the module the active node ran in."""
+    forward = recording.graph.forward
+    assert forward is not None
+    chains = {
+        node_id: [scope.index for scope in forward.module_chain(module)]
+        for node_id, module in forward.node_modules.items()
+    }
+    used = {m for chain in chains.values() for m in chain}
+    return {"chains": chains, "names": {str(m): forward.modules[m].label for m in sorted(used)}}
+
+
+def _search_items(recording: Recording) -> list[list[str]]:
+    """What the search box matches, per backward node: its type, its module and the names
+    of the tensors drawn at it (parameters included)."""
+    graph = recording.graph
+    forward = graph.forward
+    names: dict[str, list[str]] = {}
+    for record in graph.tensors:
+        if record.node_id is not None and record.name:
+            names.setdefault(record.node_id, []).append(record.name)
+    items = []
+    for node in graph.nodes:
+        words = [node.type_name, *names.get(node.id, [])]
+        scope = None if forward is None else forward.module_for_node(node.id)
+        if scope is not None:
+            words.append(scope.label)
+        items.append([node.id, " ".join(words)])
+    return items
 
 
 DEFAULT_COLLAPSE_DEPTH = 1  # the module view the depth control opens on, when shipped
@@ -218,18 +324,68 @@ def content_security_policy(script: str) -> str:
     )
 
 
-def replay_html(recording: Recording, title: str | None = None, **options: Any) -> str:
-    """One self-contained page: the stepper's JS, CSS, both SVGs and the data inline."""
-    payload = stepper_payload(recording, **options)  # laid out at the final step
+COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+base64
+
+
+def packed_state(state: dict[str, Any], compress: bool | None = None) -> tuple[str, str]:
+    """The page's data script: (its attributes, its text). Big replays go gzip-compressed
+    and base64-encoded (SVG text shrinks 8-15x; the browser inflates it natively with
+    DecompressionStream), small ones as plain JSON that stays readable in the page."""
+    text = json_for_script(state)
+    if compress is None:
+        compress = len(text) > COMPRESS_ABOVE
+    if not compress:
+        return 'type="application/json" class="gv-replay-data"', text
+    packed = base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
+    return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+base64"', (
+        packed
+    )
+
+
+_DATA_SCRIPT = re.compile(
+    r'<script type="[^"]+" class="gv-replay-data"([^>]*)>(.*?)</script>', re.DOTALL
+)
+
+
+def unpack_state(page: str) -> dict[str, Any]:
+    """The state a replay page holds, compressed or not (for tests and tools)."""
+    match = _DATA_SCRIPT.search(page)
+    if match is None:
+        raise ValueError("not a gradviz replay page: no gv-replay-data script")
+    text = match.group(2)
+    if "gzip+base64" in match.group(1):
+        text = gzip.decompress(base64.b64decode(text)).decode("utf-8")
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
+def replay_html(
+    recording: Recording,
+    title: str | None = None,
+    views: Sequence[str] | None = None,
+    compress: bool | None = None,
+    **options: Any,
+) -> str:
+    """One self-contained page: the stepper's JS, CSS, the views' SVGs and the data inline.
+
+    ``views`` leaves views out (``available_views``); ``compress`` ships the data
+    gzip+base64 (default: when it is big)."""
+    payload = stepper_payload(recording, views=views, **options)  # laid out at the final step
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
+    attributes, text = packed_state(state, compress)
     css = asset_text("stepper.css")
     js = _script_safe_js(asset_text("stepper.js"))
+    script = f"\n{js}\nmountStandalone();\n"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:
         steps = f"{len(recording.forward_ops)} forward ops, then {steps}"
     name = title or f"gradviz replay: {steps}"
-    script = f"\n{js}\nmountStandalone();\n"
+    fallback = "<p>This replay needs JavaScript"
+    if "gzip" in attributes or "backward" not in payload["svgs"]:
+        fallback += " (a browser from 2023 or later).</p>"  # no second copy of a big graph
+    else:
+        fallback += "; the final step:</p>" + static_svg(payload)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -241,10 +397,8 @@ def replay_html(recording: Recording, title: str | None = None, **options: Any) 
         f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
         "</head>\n<body>\n"
         f'<h1 style="font:600 16px sans-serif">{html.escape(name)}</h1>\n'
-        '<script type="application/json" class="gv-replay-data">'
-        f"{json_for_script(state)}</script>\n"
-        "<noscript><p>This replay needs JavaScript; the final step:</p>"
-        f"{static_svg(payload)}</noscript>\n"
+        f"<script {attributes}>{text}</script>\n"
+        f"<noscript>{fallback}</noscript>\n"
         f'<script type="module">{script}</script>\n'
         "</body>\n</html>\n"
     )
@@ -259,7 +413,8 @@ def static_svg(payload: dict[str, Any]) -> str:
 
 def static_html(recording: Recording, **options: Any) -> str:
     """The notebook's fallback where widgets do not run: the final step, no script."""
-    payload = stepper_payload(recording, **options)
+    options.pop("views", None)
+    payload = stepper_payload(recording, views=["backward"], **options)
     caption = html.escape(
         f"gradviz: backward pass, {len(recording.steps)} steps (final step shown; "
         "run the notebook to step through it)"

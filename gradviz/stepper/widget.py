@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 import anywidget
@@ -37,7 +38,14 @@ from gradviz.replay.frames import (
     steps_text,
 )
 from gradviz.replay.modules import view_options
-from gradviz.stepper.page import asset_text, static_html, stepper_payload
+from gradviz.stepper.page import (
+    asset_text,
+    chosen_views,
+    default_view,
+    layout_view,
+    static_html,
+    stepper_payload,
+)
 
 __all__ = ["Stepper"]
 
@@ -66,13 +74,20 @@ class Stepper(anywidget.AnyWidget):
     # the token of the static picture published beside the widget (see _repr_mimebundle_)
     fallback = traitlets.Unicode("").tag(sync=True)
 
+    born = traitlets.Dict().tag(sync=True)  # per view laid out on request: when elements appear
+
     def __init__(
         self,
         recording: Recording,
         step: int | None = None,
-        view: str = "backward",
+        view: str | None = None,
+        views: Sequence[str] | None = None,
         **options: Any,
     ) -> None:
+        """``view``: the view to open on (default: the collapsed module view above
+        ``COLLAPSED_DEFAULT_NODES`` nodes, else ``backward``); ``views`` leaves views out.
+        Only the opening view is laid out now: the browser asks for another one the first
+        time it is chosen (``view`` set from Python does the same)."""
         if not isinstance(recording, Recording):
             what = (
                 "a Graph (from gradviz.trace)"
@@ -85,7 +100,11 @@ class Stepper(anywidget.AnyWidget):
             )
         if step is not None:
             step = _step_number(step, "Stepper(step=)")
-        payload = stepper_payload(recording, **options)
+        chosen = chosen_views(recording, views)
+        opening = view or default_view(recording, chosen)
+        if opening not in chosen:
+            raise InvalidArgument(f"view={opening!r}: this stepper has the views {list(chosen)}")
+        payload = stepper_payload(recording, views=chosen, lazy=True, **options)
         self.recording = recording
         self._options = options
         super().__init__(
@@ -93,8 +112,26 @@ class Stepper(anywidget.AnyWidget):
             data=wire_safe(payload["data"]),  # names may hold anything
             css=payload["css"],
             step=first_step(recording) if step is None else step,
-            view=view,
+            view=payload["view"],
         )
+        self.on_msg(self._on_message)
+        if opening != self.view:
+            self.view = opening
+
+    def _on_message(self, _: Any, content: Any, buffers: Any = None) -> None:
+        """The browser chose a view that is not laid out yet: lay it out and send it."""
+        if isinstance(content, dict) and content.get("type") == "view":
+            self.ensure_view(str(content.get("name", "")))
+
+    def ensure_view(self, name: str) -> None:
+        """Lay out view ``name`` if it is not yet, and send it to the browser."""
+        if name in self.svgs or name not in self.data.get("views", []):
+            return
+        schedule = self.data["schedule"]
+        svg, born = layout_view(self.recording, name, schedule, self.step, **self._options)
+        if born:
+            self.born = {**self.born, name: wire_safe(born)}
+        self.svgs = {**self.svgs, name: svg}
 
     @property
     def first(self) -> int:
@@ -119,8 +156,10 @@ class Stepper(anywidget.AnyWidget):
     @traitlets.validate("view")
     def _check_view(self, proposal: Any) -> str:
         value = str(proposal["value"])
-        if value not in self.svgs and self.svgs:
-            raise traitlets.TraitError(f"view must be one of {sorted(self.svgs)}, not {value!r}")
+        known = self.data.get("views") or list(self.svgs)
+        if value not in known and self.svgs:
+            raise traitlets.TraitError(f"view must be one of {sorted(known)}, not {value!r}")
+        self.ensure_view(value)
         return value
 
     def next(self) -> int:

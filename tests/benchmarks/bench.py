@@ -490,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
         "cold start)",
     )
     parser.add_argument("--json", default="out/bench.json")
+    parser.add_argument(
+        "--replay", default="all", help="replay workloads to run ('none': skip the replay table)"
+    )
     args = parser.parse_args(argv)
 
     torch.set_num_threads(1)
@@ -544,6 +547,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"note: {row['workload']}: {key.split('_')[0]} failed: {row[key]}")
     if torchlens is None:
         print(f"note: torchlens not measured: {TORCHLENS_MISSING}")
+    replay: dict[str, Any] = {}
+    if args.replay != "none":
+        import replay_bench
+
+        replay = replay_bench.run(args.replay)
+        print()
+        print(replay_bench.report(replay))
     elapsed = time.perf_counter() - started
     print(f"\n{len(rows)} workloads in {elapsed:.0f} s; memory: {MEMORY_METHOD}")
 
@@ -572,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
                 "cold_start": cold,
                 "fresh_process": fresh,
                 "targets": checks,
+                "replay": replay,
             },
             indent=1,
         )

@@ -199,3 +199,47 @@ def _memory_case(
 
 def _mean_sq(out: torch.Tensor) -> torch.Tensor:
     return out.square().mean()
+
+
+# -- watched replays (make bench's replay table) -----------------------------------------------
+class GRUUnrolled(nn.Module):
+    """One GRU cell run over ``steps`` time steps: the same weights at every step."""
+
+    def __init__(self, inputs: int = 16, hidden: int = 32, steps: int = 12) -> None:
+        super().__init__()
+        self.cell = nn.GRUCell(inputs, hidden)
+        self.head = nn.Linear(hidden, 1)
+        self.steps = steps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.zeros(x.shape[0], self.cell.hidden_size)
+        for t in range(self.steps):
+            h = self.cell(x[:, t], h)
+        return self.head(h)
+
+
+@dataclass
+class ReplayWorkload:
+    """A model and its input, for watch() + record() + save("replay.html")."""
+
+    name: str
+    model: nn.Module
+    inputs: torch.Tensor
+
+
+def replay_workloads(set_name: str = "all") -> list[ReplayWorkload]:
+    torch.manual_seed(0)
+    ids = torch.randint(0, 512, (1, 32), generator=torch.Generator().manual_seed(0))
+    encoder = nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(256, 8, 1024, dropout=0.0, batch_first=True), 6
+    )
+    work = [
+        ReplayWorkload("ResNet-50 64x64", ResNet50(), torch.randn(1, 3, 64, 64)),
+        ReplayWorkload("GPT 6x256 seq32", GPT(), ids),
+        ReplayWorkload("TransformerEncoder 6x256", encoder, torch.randn(1, 32, 256)),
+        ReplayWorkload("GRU cell x12 steps", GRUUnrolled(), torch.randn(4, 12, 16)),
+        ReplayWorkload("MLP 2000 layers (10k nodes)", _mlp(2000, 8), torch.randn(2, 8)),
+    ]
+    if set_name != "all":
+        work = [w for w in work if set_name.lower() in w.name.lower()]
+    return work

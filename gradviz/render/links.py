@@ -1,0 +1,226 @@
+"""The watched combined view's links between its two sides: each tensor box to its
+``grad_fn`` (a leaf's ``AccumulateGrad`` to the box of ``.grad``), each off-graph constant to
+the ``None`` slot it left, and backward edges pointing up beside the forward pass.
+
+``_LinkWriter`` is the base of ``render.watched``'s writer; when the sides are laid out
+apart (``render.sidebyside``) each link is also kept as a ``LinkSpec`` for gradviz to draw.
+Pure string building: no torch, no subprocess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gradviz.model.forward import FOp, Forward, FTensor
+from gradviz.model.graph import Edge, Node, TensorRecord
+from gradviz.model.values import Role
+from gradviz.render.dot import _attrs, _DotWriter, html_text
+
+__all__ = ["CombinedSides", "LinkSpec"]
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A link between the combined view's sides, drawn by gradviz (``render.sidebyside``)."""
+
+    src: str  # DOT node names
+    dst: str
+    id: str
+    css_class: str
+    color: str
+    dash: str
+    arrow: bool
+    label: str | None  # the gradient it shows, plain text
+
+
+@dataclass(frozen=True)
+class CombinedSides:
+    """The watched combined view as the DOT of each side and the links between them."""
+
+    full: str  # the whole view in one DOT (no side clusters): ids and forward-frame timing
+    forward: str
+    backward: str
+    links: tuple[LinkSpec, ...]
+
+
+@dataclass(frozen=True)
+class _Box:
+    """One version of one forward tensor, as drawn."""
+
+    name: str  # DOT node name
+    tensor: FTensor
+    version: int
+    record: TensorRecord | None  # the graph's record when this box is its current version
+
+
+class _LinkWriter(_DotWriter):
+    """The links of the combined view; ``render.watched._Writer`` fills the attributes."""
+
+    data: Forward
+    show_forward: bool
+    node_group: dict[str, str]  # backward node id -> collapsed box name
+    nodes_by_seq: dict[int, Node]
+    offgraph: dict[tuple[str, int], tuple[str, int]]
+
+    def _edge_drawn(self, edge: Edge) -> None:
+        """Backward edges; beside the forward pass they point up, as in the lessons."""
+        before = len(self.lines)
+        super()._edge(edge)
+        if not self.show_forward:
+            return
+        for index in range(before, len(self.lines)):
+            line = self.lines[index]
+            head, sep, rest = line.partition(" -> ")
+            if not sep:
+                continue
+            dst, _, attributes = rest.partition(" [")
+            self.lines[index] = f'  {dst} -> {head.strip()} [dir="back" {attributes}'
+
+    # -- links between the sides ------------------------------------------------------------
+    def _links(self, boxes: dict[tuple[str, int], _Box]) -> None:
+        ops = self.data.replayed
+        drawn = {line.split()[0] for line in self.lines if line.startswith("  ")}
+        for (tensor_id, version), made in boxes.items():
+            if made.name not in drawn:
+                continue
+            target, leaf = self._node_of(made, tensor_id, version, ops)
+            if target is None:
+                continue
+            target = self.node_group.get(target, target)
+            role = self.theme.role(made.tensor.role)
+            record = made.record
+            link_id = f"l_{record.id}" if record is not None else f"l_{made.name}"
+            label = (
+                None
+                if record is None
+                else self._grad_label(self.options.link_labels.get(record.id))
+            )
+            attributes = _attrs(
+                id=f"{self.prefix}_{link_id}",
+                class_="gv_link",
+                style="dashed",
+                color=role.border,
+                constraint="false" if leaf else "true",
+                minlen=0,
+                label=label,
+            )
+            if leaf:
+                self.lines.append(f"  {target} -> {made.name} {attributes};")
+            else:
+                self.lines.append(f"  {made.name} -> {target} {attributes};")
+            self._spec(
+                LinkSpec(
+                    src=target if leaf else made.name,
+                    dst=made.name if leaf else target,
+                    id=f"{self.prefix}_{link_id}",
+                    css_class="gv_link",
+                    color=role.border,
+                    dash="5,2",
+                    arrow=True,
+                    label=None if record is None else self.options.link_labels.get(record.id),
+                )
+            )
+        self._constant_links(boxes)
+
+    def _node_of(
+        self, made: _Box, tensor_id: str, version: int, ops: list[FOp]
+    ) -> tuple[str | None, bool]:
+        """The backward node a tensor box feeds: its grad_fn, or a leaf's AccumulateGrad."""
+        record = made.record
+        if record is not None and record.node_id is not None:
+            return record.node_id, record.role is Role.LEAF and not record.is_root
+        if made.tensor.role is Role.LEAF and made.tensor.is_leaf:
+            for graph_record in self.graph.tensors:
+                if self.data.tensor_links.get(graph_record.id) == tensor_id:
+                    return graph_record.node_id, True
+            return None, False
+        for op in ops:
+            for out, out_version, seq in zip(
+                op.outputs, op.output_versions, op.grad_fn_seqs, strict=True
+            ):
+                if out == tensor_id and (out_version or 0) == version and seq is not None:
+                    node = self.nodes_by_seq.get(seq)
+                    if node is not None:
+                        return node.id, False
+        return None, False
+
+    def _offgraph_args(self) -> dict[tuple[str, int], tuple[str, int]]:
+        """(node id, slot) of each None slot -> the off-graph tensor input (id, version)
+        that left it: an op's None slots and its off-graph tensor inputs, in order."""
+        found: dict[tuple[str, int], tuple[str, int]] = {}
+        for op in self.data.replayed:
+            if op.seq_end <= op.seq_start:
+                continue
+            nodes: list[Node] = [  # the op's nodes (linear: AddmmBackward0, ViewBackward0)
+                self.nodes_by_seq[seq]
+                for seq in range(op.seq_start, op.seq_end)
+                if seq in self.nodes_by_seq
+            ]
+            if not nodes or any(node.id in self.node_group for node in nodes):
+                continue
+            constants = [
+                (a.tensor, a.version or 0)
+                for a in op.inputs
+                if a.tensor is not None and not self.data.tensor(a.tensor).requires_grad
+            ]
+            slots = [e for n in nodes for e in self.graph.out_edges(n.id) if e.dst is None]
+            if constants and len(slots) == len(constants):
+                for slot_edge, arg in zip(slots, constants, strict=True):
+                    found[(slot_edge.src, slot_edge.slot)] = arg
+        return found
+
+    def _edge(self, edge: Edge) -> None:
+        """A None slot left by a named off-graph input says whose it is: ``None · d``."""
+        before = len(self.lines)
+        self._edge_drawn(edge)
+        if edge.dst is not None:
+            return
+        arg = self.offgraph.get((edge.src, edge.slot))
+        name = None if arg is None else self.data.tensor(arg[0]).name
+        if not name:
+            return
+        marker = '<FONT POINT-SIZE="9">None</FONT>'
+        for index in range(before, len(self.lines)):
+            if marker in self.lines[index]:
+                text = f"None · {html_text(name)}"
+                self.lines[index] = self.lines[index].replace(
+                    marker, f'<FONT POINT-SIZE="9">{text}</FONT>', 1
+                )
+                break
+
+    def _constant_links(self, boxes: dict[tuple[str, int], _Box]) -> None:
+        """An off-graph tensor input left a None slot in its op's node: link the two."""
+        for (src, slot), arg in self.offgraph.items():
+            made = boxes.get(arg)
+            if made is None:
+                continue
+            self.lines.append(
+                f"  {made.name} -> c_{src}_{slot} "
+                + _attrs(
+                    id=f"{self.prefix}_k_{src}_{slot}",
+                    class_="gv_constlink",
+                    style="dotted",
+                    arrowhead="none",
+                    constraint="false",
+                    color=self.theme.constant.border,
+                )
+                + ";"
+            )
+            self._spec(
+                LinkSpec(
+                    src=made.name,
+                    dst=f"c_{src}_{slot}",
+                    id=f"{self.prefix}_k_{src}_{slot}",
+                    css_class="gv_constlink",
+                    color=self.theme.constant.border,
+                    dash="1,4",
+                    arrow=False,
+                    label=None,
+                )
+            )
+
+    def _spec(self, spec: LinkSpec) -> None:
+        """Keep a link's drawing data when the sides are laid out apart (``sides``)."""
+        specs: list[LinkSpec] | None = getattr(self, "link_specs", None)
+        if specs is not None:
+            specs.append(spec)

@@ -1,0 +1,263 @@
+"""``make bench``'s replay table: watch + record + save("replay.html") on real models, each
+as a ratio to one plain ``dot -Tsvg`` of torchviz's DOT of the same backward graph (the
+issue's target: at most 15x), the page's weight per 1,000 backward nodes (target: 1.5 MB),
+torchlens' equivalent (trace, log the backward pass, draw it) where installed, and the
+stepper in headless Chromium: time until a page is interactive, median step latency
+(target: 16 ms at 3,000 and 10,000 nodes) and frame times while panning and zooming.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+
+from workloads import ReplayWorkload, replay_workloads, synthetic  # noqa: E402
+
+import gradviz  # noqa: E402
+from gradviz.errors import GradvizWarning  # noqa: E402
+
+DOT_LIMIT_S = 900  # a plain dot run longer than this is reported as "> limit"
+RATIO_TARGET = 15.0
+PAGE_TARGET_MB_PER_1000 = 1.5
+STEP_TARGET_MS = 16.0
+
+
+def _loss(work: ReplayWorkload) -> torch.Tensor:
+    return work.model(work.inputs).square().mean()
+
+
+def plain_dot_seconds(work: ReplayWorkload) -> tuple[float | None, str]:
+    """One ``dot -Tsvg`` of torchviz's DOT of the same graph (gradviz's own plain DOT when
+    torchviz is missing: the note says which)."""
+    loss = _loss(work)
+    try:
+        import torchviz
+
+        source, what = (
+            torchviz.make_dot(loss, params=dict(work.model.named_parameters())).source,
+            "torchviz",
+        )
+    except ImportError:
+        source, what = gradviz.trace(loss).to_dot(), "gradviz plain DOT (torchviz missing)"
+    work.model.zero_grad(set_to_none=True)
+    start = time.perf_counter()
+    try:
+        subprocess.run(
+            ["dot", "-Tsvg", "-o", os.devnull],
+            input=source.encode("utf-8"),
+            check=True,
+            timeout=DOT_LIMIT_S,
+            capture_output=True,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"{what}: dot did not finish in {DOT_LIMIT_S} s"
+    return time.perf_counter() - start, what
+
+
+def replay_seconds(work: ReplayWorkload, folder: Path) -> dict[str, Any]:
+    """watch + record + save("replay.html"), once, timed end to end."""
+    path = folder / f"{work.name.split()[0]}.html"
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GradvizWarning)
+        with gradviz.watch(work.model) as w:
+            loss = _loss(work)
+        recording = w.record(loss)
+        recording.save(path)
+    seconds = time.perf_counter() - start
+    work.model.zero_grad(set_to_none=True)
+    nodes = len(recording.graph.nodes)
+    size = path.stat().st_size
+    return {
+        "nodes": nodes,
+        "forward_ops": len(recording.forward_ops),
+        "replay_s": seconds,
+        "page_bytes": size,
+        "page_mb_per_1000": size / 1e6 / nodes * 1000,
+        "page": str(path),
+    }
+
+
+def torchlens_seconds(work: ReplayWorkload, folder: Path) -> float | None:
+    try:
+        import torchlens
+        from torchlens.options import CaptureOptions
+    except Exception:
+        return None
+    start = time.perf_counter()
+    try:
+        log = torchlens.trace(
+            work.model, [work.inputs], capture=CaptureOptions(save_grads=True, backward_ready=True)
+        )
+        loss = log[log.output_layers[0]].out.square().mean()
+        log.log_backward(loss)
+        log.draw_backward(
+            vis_outpath=str(folder / "torchlens"), vis_fileformat="svg", vis_save_only=True
+        )
+        log.cleanup()
+    except Exception:
+        return None
+    return time.perf_counter() - start
+
+
+# -- the stepper in Chromium ---------------------------------------------------------------------
+STEPS = """async (count) => {
+  const root = document.querySelector('.gv-stepper');
+  const slider = root.querySelector('.gv-slider');
+  slider.value = '0'; slider.dispatchEvent(new Event('input'));
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    root.querySelector('.gv-next').click();
+    await new Promise((resolve) => requestAnimationFrame(() => resolve()));
+    out.push(performance.now() - t);
+  }
+  return out;
+}"""
+
+# Handler time alone: the click and the style it invalidates, no wait for the next frame.
+HANDLER = """(count) => {
+  const root = document.querySelector('.gv-stepper');
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    root.querySelector('.gv-next').click();
+    void getComputedStyle(root.querySelector('svg .gv_active') || root).opacity;
+    out.push(performance.now() - t);
+  }
+  return out;
+}"""
+
+# Frame times while the view pans (drag) and zooms (Ctrl + wheel), one move per frame.
+FRAMES = """async () => {
+  const canvas = document.querySelector('.gv-canvas');
+  const r = canvas.getBoundingClientRect();
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const frames = [];
+  let last = performance.now();
+  const tick = () => new Promise((resolve) => requestAnimationFrame((t) => {
+    frames.push(t - last); last = t; resolve(); }));
+  const pointer = (type, dx, dy) => canvas.dispatchEvent(new PointerEvent(type,
+    {clientX: x + dx, clientY: y + dy, button: 0, pointerId: 1, bubbles: true}));
+  pointer('pointerdown', 0, 0);
+  for (let i = 1; i <= 40; i++) { pointer('pointermove', i * 6, i * 3); await tick(); }
+  pointer('pointerup', 240, 120);
+  for (let i = 0; i < 40; i++) {
+    canvas.dispatchEvent(new WheelEvent('wheel', {deltaY: i < 20 ? -40 : 40, ctrlKey: true,
+      clientX: x, clientY: y, bubbles: true, cancelable: true}));
+    await tick();
+  }
+  return frames.slice(1);
+}"""
+
+
+def browser_figures(path: Path, profile: Path) -> dict[str, Any]:
+    from browser_support_bench import chromium
+
+    with chromium(profile) as context:
+        page = context.new_page()
+        page.set_viewport_size({"width": 1600, "height": 900})
+        start = time.perf_counter()
+        page.goto(path.as_uri(), wait_until="load")
+        page.wait_for_selector(".gv-stepper svg", timeout=600_000)
+        ready = time.perf_counter() - start
+        handler = page.evaluate(HANDLER, 30)
+        steps = page.evaluate(STEPS, 30)
+        frames = page.evaluate(FRAMES)
+        page.close()
+    frames.sort()
+    return {
+        "interactive_s": ready,
+        "step_handler_median_ms": statistics.median(handler),
+        "step_to_frame_median_ms": statistics.median(steps),
+        "frame_median_ms": statistics.median(frames),
+        "frame_p95_ms": frames[int(len(frames) * 0.95) - 1],
+    }
+
+
+def run(only: str = "all") -> dict[str, Any]:
+    """Every replay workload, then the stepper at 3,000 and 10,000 nodes in Chromium."""
+    torch.set_num_threads(1)
+    folder = Path(tempfile.mkdtemp(prefix="gradviz-replay-bench-"))
+    rows: list[dict[str, Any]] = []
+    for work in replay_workloads(only):
+        print(f"-- replay: {work.name}", file=sys.stderr, flush=True)
+        row: dict[str, Any] = {"workload": work.name}
+        row["dot_s"], row["dot_of"] = plain_dot_seconds(work)
+        row.update(replay_seconds(work, folder))
+        row["ratio"] = None if row["dot_s"] is None else row["replay_s"] / row["dot_s"]
+        rows.append(row)
+    for row, work in zip(rows, replay_workloads(only), strict=True):  # torchlens last
+        row["torchlens_s"] = torchlens_seconds(work, folder)
+    browser: list[dict[str, Any]] = []
+    for size in (3000, 10000):
+        print(f"-- stepper in Chromium: {size} nodes", file=sys.stderr, flush=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GradvizWarning)
+            recording = gradviz.record(synthetic(size)())
+            path = recording.save(folder / f"synthetic-{size}.html")
+        try:
+            figures = browser_figures(path, folder / f"profile-{size}")
+        except Exception as error:  # no Chromium or Playwright: a note, not a crash
+            figures = {"error": f"{type(error).__name__}: {str(error)[:200]}"}
+        browser.append(
+            {"nodes": len(recording.graph.nodes), "page_bytes": path.stat().st_size, **figures}
+        )
+    return {"rows": rows, "browser": browser}
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        "replay: watch + record + save('replay.html') vs one plain dot -Tsvg of the same graph",
+        f"{'workload':30} {'nodes':>6} {'replay s':>9} {'dot s':>8} {'ratio':>7} "
+        f"{'MB/1000':>8} {'torchlens s':>11}",
+    ]
+    for row in result["rows"]:
+        dot = "-" if row["dot_s"] is None else f"{row['dot_s']:.2f}"
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.1f}x"
+        lens = "-" if row.get("torchlens_s") is None else f"{row['torchlens_s']:.1f}"
+        lines.append(
+            f"{row['workload']:30} {row['nodes']:>6} {row['replay_s']:>9.1f} {dot:>8} "
+            f"{ratio:>7} {row['page_mb_per_1000']:>8.2f} {lens:>11}"
+        )
+    for row in result["rows"]:
+        met = row["ratio"] is not None and row["ratio"] <= RATIO_TARGET
+        lines.append(
+            f"{'met' if met else 'MISSED':6} replay <= {RATIO_TARGET:.0f}x dot [{row['workload']}]"
+        )
+        page_met = row["page_mb_per_1000"] <= PAGE_TARGET_MB_PER_1000
+        lines.append(
+            f"{'met' if page_met else 'MISSED':6} page <= {PAGE_TARGET_MB_PER_1000} MB per "
+            f"1,000 nodes [{row['workload']}]"
+        )
+    lines.append("stepper in headless Chromium (1600x900):")
+    for row in result["browser"]:
+        if "error" in row:
+            lines.append(f"  {row['nodes']} nodes: not measured ({row['error']})")
+            continue
+        lines.append(
+            f"  {row['nodes']} nodes, {row['page_bytes'] / 1e6:.1f} MB: interactive after "
+            f"{row['interactive_s']:.1f} s; step handler median "
+            f"{row['step_handler_median_ms']:.1f} ms (target {STEP_TARGET_MS:.0f}), click to "
+            f"next frame {row['step_to_frame_median_ms']:.1f} ms; pan/zoom frames median "
+            f"{row['frame_median_ms']:.1f} ms, p95 {row['frame_p95_ms']:.1f} ms"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    outcome = run(sys.argv[1] if len(sys.argv) > 1 else "all")
+    print(report(outcome))
