@@ -235,6 +235,8 @@ def test_graphviz_is_checked_before_the_script_runs(
 ) -> None:
     path = script(tmp_path, MARK + "import torch\nloss = torch.ones(1, requires_grad=True) * 2\n")
     monkeypatch.chdir(tmp_path)
+    # neither backend can run: the system one is asked for and no dot is on PATH
+    monkeypatch.setenv("GRADVIZ_GRAPHVIZ", "system")
     monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
     assert main(["render", str(path), "-o", "out"]) == 2
     assert "Graphviz cannot run" in capsys.readouterr().err
