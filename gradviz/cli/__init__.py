@@ -300,13 +300,12 @@ def _write(recording: Recording, args: argparse.Namespace, stem: str) -> list[Pa
         views.pop("modules", None)
         views.pop("collapse_depth", None)
     if args.fold and args.format != "json":
-        from gradviz.render.fold import fold_graph
+        from gradviz.render.fold import fold_with_reason
 
-        if fold_graph(graph) is graph:
-            _say(
-                "    --fold: no run of identical blocks that only the run's first node enters "
-                "was found; drawn unfolded"
-            )
+        folded, why = fold_with_reason(graph)
+        if folded is graph:
+            _say(f"    --fold: nothing folded ({why}); drawn unfolded")
+            args.fold = False  # said once here, not again as a warning from every view
     if args.format == "json":
         written.append(recording.save(out / f"{stem}.json"))
     elif args.format in ("dot", "pdf"):

@@ -409,9 +409,11 @@ def _forward(
         data,
         where,
         ("format", "tensors", "ops", "modules", "node_ops", "node_modules", "tensor_links"),
+        ("first_replayed",),
     )
     if data["format"] != forward_format:
         raise _fail(f"{where}.format", repr(forward_format), data["format"])
+    _COUNT(data.get("first_replayed", 0), f"{where}.first_replayed")
     _list(data["tensors"], f"{where}.tensors", _ftensor)
     _list(data["ops"], f"{where}.ops", _op)
     _list(data["modules"], f"{where}.modules", _module)
@@ -425,6 +427,9 @@ def _forward(
         at = f"{where}.tensors[{index}]"
         _refers(item["created_by"], f"{at}.created_by", ops, "index of an op")
         _refers(item.get("base"), f"{at}.base", ftensors, "id of a forward tensor")
+    first = data.get("first_replayed", 0)
+    if first > len(data["ops"]):
+        raise _fail(f"{where}.first_replayed", f"at most {len(data['ops'])} (the ops)", first)
     for index, op in enumerate(data["ops"]):
         at = f"{where}.ops[{index}]"
         if op["index"] != index:
