@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gradviz.analysis.inplace import InplaceFinding, InplaceReport
+from gradviz.analysis.nograd import NoGradReport
 from gradviz.errors import (
     BackwardFailed,
     GradvizError,
@@ -35,6 +36,7 @@ from gradviz.objects import (
     record_grad,
     trace,
     watch,
+    why_no_grad,
 )
 from gradviz.render.options import RenderKeywords, RenderOptions
 from gradviz.render.theme import THEMES, Theme
@@ -65,6 +67,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidInput",
     "ModuleScope",
+    "NoGradReport",
     "Node",
     "NotOnGraph",
     "Recording",
@@ -87,6 +90,7 @@ __all__ = [
     "record_grad",
     "trace",
     "watch",
+    "why_no_grad",
 ]
 
 

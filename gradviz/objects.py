@@ -17,6 +17,7 @@ import torch
 from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
+from gradviz.analysis.nograd import NoGradReport
 from gradviz.analysis.order import predict_order, predicted_order
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
@@ -25,6 +26,7 @@ from gradviz.capture.record import MEMORY_BUDGET, InputTensors, Keep, TensorOrTe
 from gradviz.capture.trace import Params
 from gradviz.errors import BackwardFailed, GradvizError
 from gradviz.escape import json_text
+from gradviz.explain import nograd as _nograd
 from gradviz.model import graph as _graph
 from gradviz.model import recording as _recording
 from gradviz.render.export import graph_dot, graph_svg, write_graph
@@ -41,7 +43,16 @@ from gradviz.replay.frames import (
 from gradviz.stepper.display import notebook_bundle
 from gradviz.stepper.page import replay_html
 
-__all__ = ["Graph", "Recording", "Watch", "record", "record_grad", "trace", "watch"]
+__all__ = [
+    "Graph",
+    "Recording",
+    "Watch",
+    "record",
+    "record_grad",
+    "trace",
+    "watch",
+    "why_no_grad",
+]
 
 
 class Graph(_graph.Graph):
@@ -267,6 +278,22 @@ class Watch(_watch.Watch):
         result: Recording = _public(made)
         return result
 
+    def why_no_grad(self, tensor: torch.Tensor, root: torch.Tensor) -> NoGradReport:
+        """Why ``tensor.grad`` is None after ``root.backward()``, with the line that caused
+        it (a ``detach()``/``.data``, ``no_grad``, an integer cast, a copy) marked on the
+        combined forward/backward view. Call it after the ``with`` block."""
+        report = _nograd.why_no_grad_watched(self, tensor, root)
+        _public(report.graph)
+        return report
+
+
+def why_no_grad(tensor: torch.Tensor, root: torch.Tensor, name: str | None = None) -> NoGradReport:
+    report = _nograd.why_no_grad(tensor, root, name=name)
+    _public(report.graph)
+    return report
+
+
+why_no_grad.__doc__ = _nograd.why_no_grad.__doc__
 
 Watch.trace.__doc__ = _watch.Watch.trace.__doc__
 Watch.record.__doc__ = _watch.Watch.record.__doc__

@@ -167,6 +167,9 @@ class _Writer(_DotWriter):
         """Backward edges; beside the forward pass they point up, as in the lessons."""
         before = len(self.lines)
         super()._edge(edge)
+        for index in range(before, len(self.lines)):
+            if " -> " in self.lines[index]:
+                self.lines[index] = self._mark(self.lines[index], edge.key)
         if not self.show_forward:
             return
         for index in range(before, len(self.lines)):
