@@ -25,15 +25,18 @@ from gradviz.errors import (
 )
 from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
 from gradviz.model.graph import Edge, Node, SavedValue, TensorRecord
+from gradviz.model.optstep import ParamStep
 from gradviz.model.recording import HookChange, Step
 from gradviz.model.values import Role, Summary
 from gradviz.objects import (
     Graph,
+    OptimizerStep,
     Recording,
     Watch,
     explain_inplace,
     record,
     record_grad,
+    record_step,
     trace,
     watch,
     why_no_grad,
@@ -70,6 +73,8 @@ __all__ = [
     "NoGradReport",
     "Node",
     "NotOnGraph",
+    "OptimizerStep",
+    "ParamStep",
     "Recording",
     "RenderKeywords",
     "RenderOptions",
@@ -88,6 +93,7 @@ __all__ = [
     "explain_inplace",
     "record",
     "record_grad",
+    "record_step",
     "trace",
     "watch",
     "why_no_grad",

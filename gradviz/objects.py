@@ -19,6 +19,7 @@ from typing_extensions import Unpack
 from gradviz.analysis import inplace as _inplace
 from gradviz.analysis.nograd import NoGradReport
 from gradviz.analysis.order import predict_order, predicted_order
+from gradviz.capture import optstep as _optstep
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import watch as _watch
@@ -27,7 +28,9 @@ from gradviz.capture.trace import Params
 from gradviz.errors import BackwardFailed, GradvizError
 from gradviz.escape import json_text
 from gradviz.explain import nograd as _nograd
+from gradviz.explain.optstep import describe_step
 from gradviz.model import graph as _graph
+from gradviz.model import optstep as _optstep_data
 from gradviz.model import recording as _recording
 from gradviz.render.export import graph_dot, graph_svg, write_graph
 from gradviz.render.options import RenderKeywords
@@ -49,6 +52,7 @@ __all__ = [
     "Watch",
     "record",
     "record_grad",
+    "record_step",
     "trace",
     "watch",
     "why_no_grad",
@@ -294,6 +298,41 @@ def why_no_grad(tensor: torch.Tensor, root: torch.Tensor, name: str | None = Non
 
 
 why_no_grad.__doc__ = _nograd.why_no_grad.__doc__
+
+
+class OptimizerStep(_optstep_data.OptimizerStep):
+    """A recorded backward and the ``optimizer.step()`` after it; ``str()`` explains it."""
+
+    recording: Recording
+
+    def text(self) -> str:
+        """The update rule, each parameter before and after, the optimizer state it used,
+        the update-to-weight ratio, and what ``.grad`` holds for the next step."""
+        return describe_step(self)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def record_step(
+    optimizer: torch.optim.Optimizer,
+    loss: torch.Tensor,
+    names: Mapping[str, torch.Tensor] | None = None,
+    params: torch.nn.Module | None = None,
+    **options: Any,
+) -> OptimizerStep:
+    try:
+        made = _optstep.record_step(optimizer, loss, names=names, params=params, **options)
+    except BackwardFailed as error:
+        _public_failure(error)
+        raise
+    _public(made.recording)
+    made.__class__ = OptimizerStep
+    result: OptimizerStep = made  # type: ignore[assignment]
+    return result
+
+
+record_step.__doc__ = _optstep.record_step.__doc__
 
 Watch.trace.__doc__ = _watch.Watch.trace.__doc__
 Watch.record.__doc__ = _watch.Watch.record.__doc__
