@@ -17,6 +17,7 @@ import torch
 from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
+from gradviz.analysis.memory import MemoryTimeline, saved_memory
 from gradviz.analysis.nograd import NoGradReport
 from gradviz.analysis.order import predict_order, predicted_order
 from gradviz.capture import optstep as _optstep
@@ -101,6 +102,12 @@ class Recording(_recording.Recording):
     def predicted_order(self) -> list[str]:
         """The order predicted from the graph alone, before any backward ran."""
         return predicted_order(self)
+
+    def memory(self) -> MemoryTimeline:
+        """The bytes each node's saved tensors hold, freed as backward passes them, with
+        the running total (saved + gradients in flight + .grad) and its peak per step;
+        ``explain_second_backward()`` says why a second backward fails."""
+        return saved_memory(self)
 
     def frame(self, step: int) -> Frame:
         """The state after backward step ``step`` (0: the seed gradient entering the roots,
