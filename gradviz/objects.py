@@ -17,6 +17,7 @@ import torch
 from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
+from gradviz.analysis.health import GradientHealth, gradient_health
 from gradviz.analysis.memory import MemoryTimeline, saved_memory
 from gradviz.analysis.nograd import NoGradReport
 from gradviz.analysis.order import predict_order, predicted_order
@@ -123,10 +124,21 @@ class Recording(_recording.Recording):
         first forward op has run, ``-1`` once the last has."""
         return forward_frame(self, step)
 
-    def svg(self, step: int | None = None, **options: Unpack[RenderKeywords]) -> str:
+    def svg(
+        self, step: int | None = None, health: bool = False, **options: Unpack[RenderKeywords]
+    ) -> str:
         """The replay's one layout, styled for ``step`` (default: the last; under ``watch()``,
-        -F..-1 are the forward frames)."""
+        -F..-1 are the forward frames). ``health=True`` draws each edge's width by
+        log10‖g‖ and its colour by band (vanishing, exploding): see ``health()``."""
+        if health:
+            theme = options.get("theme", "default")
+            options["edge_styles"] = gradient_health(self).edge_styles(theme)
         return step_svg(self, len(self.steps) if step is None else step, **options)
+
+    def health(self, vanishing_below: float = 1e-6, exploding_above: float = 1e3) -> GradientHealth:
+        """log10‖g‖ of every edge's gradient with its band, and per-module parameter
+        gradient norms (named parameters: ``params=model`` or ``watch(model)``)."""
+        return gradient_health(self, vanishing_below, exploding_above)
 
     def save_steps(self, folder: str | Path, **options: Unpack[RenderKeywords]) -> list[Path]:
         """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
