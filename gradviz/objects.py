@@ -17,6 +17,7 @@ import torch
 from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
+from gradviz.analysis.diff import RecordingDiff, diff_recordings
 from gradviz.analysis.health import GradientHealth, gradient_health
 from gradviz.analysis.memory import MemoryTimeline, saved_memory
 from gradviz.analysis.nograd import NoGradReport
@@ -103,6 +104,16 @@ class Recording(_recording.Recording):
     def predicted_order(self) -> list[str]:
         """The order predicted from the graph alone, before any backward ran."""
         return predicted_order(self)
+
+    def diff(self, other: _recording.Recording) -> RecordingDiff:
+        """Compare with another recording on one layout: nodes only in one of them, and
+        per matched node the ratio of gradient norms and whether it differs (``.svg()``,
+        ``.save("diff.html")``, ``.first_difference``)."""
+        if not isinstance(other, _recording.Recording):
+            raise GradvizError(
+                f"diff() compares two recordings, not a {type(other).__name__}: rec_a.diff(rec_b)"
+            )
+        return diff_recordings(self, other)
 
     def memory(self) -> MemoryTimeline:
         """The bytes each node's saved tensors hold, freed as backward passes them, with
