@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gradviz.analysis.diff import NodeChange, RecordingDiff
+from gradviz.analysis.health import EdgeHealth, GradientHealth, ModuleNorm
 from gradviz.analysis.inplace import InplaceFinding, InplaceReport
+from gradviz.analysis.memory import MemoryStep, MemoryTimeline
 from gradviz.analysis.nograd import NoGradReport
 from gradviz.errors import (
     BackwardFailed,
@@ -54,11 +57,13 @@ __all__ = [
     "THEMES",
     "BackwardFailed",
     "Edge",
+    "EdgeHealth",
     "FOp",
     "FTensor",
     "Forward",
     "ForwardFrame",
     "Frame",
+    "GradientHealth",
     "GradvizError",
     "GradvizWarning",
     "Graph",
@@ -69,13 +74,18 @@ __all__ = [
     "InplaceReport",
     "InvalidArgument",
     "InvalidInput",
+    "MemoryStep",
+    "MemoryTimeline",
+    "ModuleNorm",
     "ModuleScope",
     "NoGradReport",
     "Node",
+    "NodeChange",
     "NotOnGraph",
     "OptimizerStep",
     "ParamStep",
     "Recording",
+    "RecordingDiff",
     "RenderKeywords",
     "RenderOptions",
     "Role",
