@@ -158,7 +158,7 @@ class _Walker:
         # id(small saved tensor) -> (it, its _version, text, summary), for this walk only
         self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
         # node id -> ((device, data pointer), bytes) of each saved tensor's storage
-        self.saved_raw: dict[str, list[tuple[tuple[str, int], int]]] = {}
+        self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
 
     def walk(self) -> Graph:
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
@@ -196,7 +196,7 @@ class _Walker:
         for node in self.nodes:
             if node.leaf_tensor is not None:
                 leaf_storages.add(_storage_of(node.leaf_tensor)[0])
-        keys: dict[tuple[str, int], str] = {}
+        keys: dict[tuple[int, int], str] = {}
         found: dict[str, tuple[tuple[str, int, bool], ...]] = {}
         for node_id, storages in self.saved_raw.items():
             entries = []
@@ -335,10 +335,11 @@ def _unique(ids: list[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _storage_of(tensor: torch.Tensor) -> tuple[tuple[str, int], int]:
-    """Where a tensor's storage lives and its size in bytes (0 for meta/sparse tensors)."""
+def _storage_of(tensor: torch.Tensor) -> tuple[tuple[int, int], int]:
+    """Where a tensor's storage lives (device index, -1 for the CPU; data pointer) and its
+    size in bytes (0 for tensors without one storage: sparse, nested)."""
     try:
         storage = tensor.untyped_storage()
-        return (str(tensor.device), int(storage.data_ptr())), int(storage.nbytes())
-    except (RuntimeError, NotImplementedError):  # sparse, nested: no single storage
-        return (str(tensor.device), id(tensor)), 0
+        return (tensor.get_device(), storage.data_ptr()), storage.nbytes()
+    except (RuntimeError, NotImplementedError):
+        return (-2, id(tensor)), 0
