@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gradviz.analysis.diff import NodeChange, RecordingDiff
+from gradviz.analysis.health import EdgeHealth, GradientHealth, ModuleNorm
 from gradviz.analysis.inplace import InplaceFinding, InplaceReport
+from gradviz.analysis.memory import MemoryStep, MemoryTimeline
+from gradviz.analysis.nograd import NoGradReport
 from gradviz.errors import (
     BackwardFailed,
     GradvizError,
@@ -26,17 +30,21 @@ from gradviz.errors import (
 )
 from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
 from gradviz.model.graph import Edge, Node, SavedValue, TensorRecord
+from gradviz.model.optstep import ParamStep
 from gradviz.model.recording import HookChange, Step
 from gradviz.model.values import Role, Summary
 from gradviz.objects import (
     Graph,
+    OptimizerStep,
     Recording,
     Watch,
     explain_inplace,
     record,
     record_grad,
+    record_step,
     trace,
     watch,
+    why_no_grad,
 )
 from gradviz.render.backend import use_graphviz
 from gradviz.render.options import RenderKeywords, RenderOptions
@@ -52,11 +60,13 @@ __all__ = [
     "THEMES",
     "BackwardFailed",
     "Edge",
+    "EdgeHealth",
     "FOp",
     "FTensor",
     "Forward",
     "ForwardFrame",
     "Frame",
+    "GradientHealth",
     "GradvizError",
     "GradvizWarning",
     "Graph",
@@ -69,10 +79,18 @@ __all__ = [
     "InplaceReport",
     "InvalidArgument",
     "InvalidInput",
+    "MemoryStep",
+    "MemoryTimeline",
+    "ModuleNorm",
     "ModuleScope",
+    "NoGradReport",
     "Node",
+    "NodeChange",
     "NotOnGraph",
+    "OptimizerStep",
+    "ParamStep",
     "Recording",
+    "RecordingDiff",
     "RenderKeywords",
     "RenderOptions",
     "Role",
@@ -90,9 +108,11 @@ __all__ = [
     "explain_inplace",
     "record",
     "record_grad",
+    "record_step",
     "trace",
     "use_graphviz",
     "watch",
+    "why_no_grad",
 ]
 
 

@@ -17,8 +17,13 @@ import torch
 from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
+from gradviz.analysis.diff import RecordingDiff, diff_recordings
+from gradviz.analysis.health import GradientHealth, gradient_health
+from gradviz.analysis.memory import MemoryTimeline, saved_memory
+from gradviz.analysis.nograd import NoGradReport
 from gradviz.analysis.order import predict_order, predicted_order
 from gradviz.atomic import atomic_write
+from gradviz.capture import optstep as _optstep
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import watch as _watch
@@ -26,7 +31,10 @@ from gradviz.capture.record import MEMORY_BUDGET, InputTensors, Keep, TensorOrTe
 from gradviz.capture.trace import Params
 from gradviz.errors import BackwardFailed, GradvizError
 from gradviz.escape import json_text
+from gradviz.explain import nograd as _nograd
+from gradviz.explain.optstep import describe_step
 from gradviz.model import graph as _graph
+from gradviz.model import optstep as _optstep_data
 from gradviz.model import recording as _recording
 from gradviz.render.export import graph_dot, graph_svg, write_graph
 from gradviz.render.options import RenderKeywords
@@ -42,7 +50,17 @@ from gradviz.replay.frames import (
 from gradviz.stepper.display import notebook_bundle
 from gradviz.stepper.page import replay_html
 
-__all__ = ["Graph", "Recording", "Watch", "record", "record_grad", "trace", "watch"]
+__all__ = [
+    "Graph",
+    "Recording",
+    "Watch",
+    "record",
+    "record_grad",
+    "record_step",
+    "trace",
+    "watch",
+    "why_no_grad",
+]
 
 
 class Graph(_graph.Graph):
@@ -93,6 +111,22 @@ class Recording(_recording.Recording):
         """The order predicted from the graph alone, before any backward ran."""
         return predicted_order(self)
 
+    def diff(self, other: _recording.Recording) -> RecordingDiff:
+        """Compare with another recording on one layout: nodes only in one of them, and
+        per matched node the ratio of gradient norms and whether it differs (``.svg()``,
+        ``.save("diff.html")``, ``.first_difference``)."""
+        if not isinstance(other, _recording.Recording):
+            raise GradvizError(
+                f"diff() compares two recordings, not a {type(other).__name__}: rec_a.diff(rec_b)"
+            )
+        return diff_recordings(self, other)
+
+    def memory(self) -> MemoryTimeline:
+        """The bytes each node's saved tensors hold, freed as backward passes them, with
+        the running total (saved + gradients in flight + .grad) and its peak per step;
+        ``explain_second_backward()`` says why a second backward fails."""
+        return saved_memory(self)
+
     def frame(self, step: int) -> Frame:
         """The state after backward step ``step`` (0: the seed gradient entering the roots,
         ``len(recording)``: the last step); forward steps (-F..-1): ``forward_frame``."""
@@ -107,10 +141,21 @@ class Recording(_recording.Recording):
         first forward op has run, ``-1`` once the last has."""
         return forward_frame(self, step)
 
-    def svg(self, step: int | None = None, **options: Unpack[RenderKeywords]) -> str:
+    def svg(
+        self, step: int | None = None, health: bool = False, **options: Unpack[RenderKeywords]
+    ) -> str:
         """The replay's one layout, styled for ``step`` (default: the last; under ``watch()``,
-        -F..-1 are the forward frames)."""
+        -F..-1 are the forward frames). ``health=True`` draws each edge's width by
+        log10‖g‖ and its colour by band (vanishing, exploding): see ``health()``."""
+        if health:
+            theme = options.get("theme", "default")
+            options["edge_styles"] = gradient_health(self).edge_styles(theme)
         return step_svg(self, len(self.steps) if step is None else step, **options)
+
+    def health(self, vanishing_below: float = 1e-6, exploding_above: float = 1e3) -> GradientHealth:
+        """log10‖g‖ of every edge's gradient with its band, and per-module parameter
+        gradient norms (named parameters: ``params=model`` or ``watch(model)``)."""
+        return gradient_health(self, vanishing_below, exploding_above)
 
     def save_steps(self, folder: str | Path, **options: Unpack[RenderKeywords]) -> list[Path]:
         """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
@@ -273,6 +318,57 @@ class Watch(_watch.Watch):
         result: Recording = _public(made)
         return result
 
+    def why_no_grad(self, tensor: torch.Tensor, root: torch.Tensor) -> NoGradReport:
+        """Why ``tensor.grad`` is None after ``root.backward()``, with the line that caused
+        it (a ``detach()``/``.data``, ``no_grad``, an integer cast, a copy) marked on the
+        combined forward/backward view. Call it after the ``with`` block."""
+        report = _nograd.why_no_grad_watched(self, tensor, root)
+        _public(report.graph)
+        return report
+
+
+def why_no_grad(tensor: torch.Tensor, root: torch.Tensor, name: str | None = None) -> NoGradReport:
+    report = _nograd.why_no_grad(tensor, root, name=name)
+    _public(report.graph)
+    return report
+
+
+why_no_grad.__doc__ = _nograd.why_no_grad.__doc__
+
+
+class OptimizerStep(_optstep_data.OptimizerStep):
+    """A recorded backward and the ``optimizer.step()`` after it; ``str()`` explains it."""
+
+    recording: Recording
+
+    def text(self) -> str:
+        """The update rule, each parameter before and after, the optimizer state it used,
+        the update-to-weight ratio, and what ``.grad`` holds for the next step."""
+        return describe_step(self)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def record_step(
+    optimizer: torch.optim.Optimizer,
+    loss: torch.Tensor,
+    names: Mapping[str, torch.Tensor] | None = None,
+    params: torch.nn.Module | None = None,
+    **options: Any,
+) -> OptimizerStep:
+    try:
+        made = _optstep.record_step(optimizer, loss, names=names, params=params, **options)
+    except BackwardFailed as error:
+        _public_failure(error)
+        raise
+    _public(made.recording)
+    made.__class__ = OptimizerStep
+    result: OptimizerStep = made  # type: ignore[assignment]
+    return result
+
+
+record_step.__doc__ = _optstep.record_step.__doc__
 
 Watch.trace.__doc__ = _watch.Watch.trace.__doc__
 Watch.record.__doc__ = _watch.Watch.record.__doc__

@@ -100,7 +100,9 @@ def record(
                 inputs=None if input_list is None else [*input_list, *probe.leaves],
             )
 
-        return recorder.run(run, input_nodes, roots[0].device)
+        recording = recorder.run(run, input_nodes, roots[0].device)
+        recording.graph_retained = bool(create_graph if retain_graph is None else retain_graph)
+        return recording
 
 
 def record_grad(
@@ -141,6 +143,7 @@ def record_grad(
             result.append(grads[: len(input_tuple)])
 
         recording = recorder.run(run, _input_nodes(graph, input_tuple), roots[0].device)
+        recording.graph_retained = bool(create_graph if retain_graph is None else retain_graph)
     return result[0], recording
 
 

@@ -157,6 +157,8 @@ class _Walker:
         self.leaf_nodes: dict[int, str] = {}
         # id(small saved tensor) -> (it, its _version, text, summary), for this walk only
         self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
+        # node id -> ((device, data pointer), bytes) of each saved tensor's storage
+        self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
 
     def walk(self) -> Graph:
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
@@ -182,12 +184,35 @@ class _Walker:
                         queue.append(child)
                 edges.append(Edge(src, slot, dst, int(input_nr)))
         tensors = self._tensor_records()
-        return Graph(self.nodes, edges, _unique(root_ids), tensors)
+        graph = Graph(self.nodes, edges, _unique(root_ids), tensors)
+        graph.saved_storages = self._saved_storages()
+        return graph
+
+    def _saved_storages(self) -> dict[str, tuple[tuple[str, int, bool], ...]]:
+        """Each node's saved storages, deduplicated: a tensor saved by two nodes (an
+        activation read by the next layer's backward too) is one key; a storage a leaf
+        owns (a weight) is flagged, as freeing the graph does not free it."""
+        leaf_storages = set()
+        for node in self.nodes:
+            if node.leaf_tensor is not None:
+                leaf_storages.add(_storage_of(node.leaf_tensor)[0])
+        keys: dict[tuple[int, int], str] = {}
+        found: dict[str, tuple[tuple[str, int, bool], ...]] = {}
+        for node_id, storages in self.saved_raw.items():
+            entries = []
+            for where, size in storages:
+                key = keys.setdefault(where, f"s{len(keys)}")
+                entries.append((key, size, where in leaf_storages))
+            found[node_id] = tuple(dict.fromkeys(entries))
+        return found
 
     def _visit(self, torch_node: Any) -> str:
         node_id = f"n{len(self.nodes)}"
         self.ids[torch_node] = node_id
         values, freed = _autograd.saved_values(torch_node)
+        storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
+        if storages:
+            self.saved_raw[node_id] = storages
         leaf = _autograd.leaf_variable(torch_node)
         if leaf is not None:
             self.leaf_nodes.setdefault(id(leaf), node_id)
@@ -308,3 +333,13 @@ def _saved_value(name: str, value: object) -> SavedValue:
 
 def _unique(ids: list[str]) -> list[str]:
     return list(dict.fromkeys(ids))
+
+
+def _storage_of(tensor: torch.Tensor) -> tuple[tuple[int, int], int]:
+    """Where a tensor's storage lives (device index, -1 for the CPU; data pointer) and its
+    size in bytes (0 for tensors without one storage: sparse, nested)."""
+    try:
+        storage = tensor.untyped_storage()
+        return (tensor.get_device(), storage.data_ptr()), storage.nbytes()
+    except (RuntimeError, NotImplementedError):
+        return (-2, id(tensor)), 0

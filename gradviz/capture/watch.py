@@ -106,8 +106,21 @@ class _Mode(TorchFunctionMode):
         if own_ops_running():  # gradviz's own work (record() inside the block)
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name == "__get__" or _building_a_module():
+        if _building_a_module():
             return func(*args, **kwargs)
+        if name == "__get__":
+            attribute = getattr(getattr(func, "__self__", None), "__name__", "")
+            if attribute != "data" or not args or not isinstance(args[0], torch.Tensor):
+                return func(*args, **kwargs)
+            # ``.data`` cuts the graph as detach() does: recorded, so why_no_grad finds it
+            seq_start = _get_sequence_nr()
+            before = [op_values.version(args[0])]
+            out = func(*args, **kwargs)
+            self.owner._guard(
+                self.owner._op, func, args[:1], {}, out, [args[0]], before, seq_start,
+                _get_sequence_nr(), "data",
+            )  # fmt: skip
+            return out
         if name == "__set__":
             out = func(*args, **kwargs)
             attribute = getattr(getattr(func, "__self__", None), "__name__", "")
@@ -323,9 +336,10 @@ class Watch:
         before: list[int | None],
         seq_start: int,
         seq_end: int,
+        name: str | None = None,
     ) -> None:
         outputs = op_values.flat_tensors(out)
-        name = op_values.op_name(func)
+        name = name or op_values.op_name(func)
         bumps: list[VersionBump] = []
         index = len(self.forward.ops)
         input_ids = [self._tensor_id(t, None) for t in inputs]
@@ -366,7 +380,7 @@ class Watch:
         kind = "op"
         if bumps:
             kind = "inplace"
-        elif name in ("detach", "detach_"):
+        elif name in ("detach", "detach_", "data"):
             kind = "detach"
         elif name == "requires_grad_":
             kind = "requires_grad"
@@ -564,6 +578,10 @@ class Watch:
     def tensor(self, tensor_id: str) -> torch.Tensor | None:
         """The live tensor behind a forward tensor id, or None when it was freed."""
         return self._registry.get(tensor_id)
+
+    def find(self, tensor: torch.Tensor) -> str | None:
+        """The forward tensor id (``f3``) of a live tensor the watched code touched."""
+        return self._registry.find(tensor)
 
     def names(self) -> dict[str, torch.Tensor]:
         """Name -> live tensor for every named tensor still alive."""

@@ -206,6 +206,9 @@ class Graph:
         self.prefix = "g" + hashlib.sha1(utf8(self._structure_key())).hexdigest()[:8]
         # what gradviz.watch() saw of the forward pass, when the graph was traced under it
         self.forward: Forward | None = None
+        # the storages each node's saved tensors hold, read while tracing (not in JSON):
+        # node id -> ((storage key, bytes, also held by a leaf), ...); see analysis.memory
+        self.saved_storages: dict[str, tuple[tuple[str, int, bool], ...]] = {}
 
     # -- lookups -------------------------------------------------------------------------
     def node(self, node_id: str) -> Node:

@@ -171,6 +171,8 @@ class Recording:
         self.keep = keep
         self.mode = mode
         self.input_nodes = input_nodes
+        # whether the backward kept the saved tensors (retain_graph=True, or create_graph)
+        self.graph_retained = False
         self._by_node = {step.node_id: step for step in steps}
 
     # -- lookups -------------------------------------------------------------------------

@@ -237,7 +237,8 @@ class _DotWriter:
         if multi is None:
             multi = self._multi_output[edge.dst] = self.graph.is_multi_output(edge.dst)
         edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
-        if label is None and not multi:  # the usual edge, written directly
+        width, colour = self.options.edge_styles.get(edge.key, (None, None))
+        if label is None and not multi and width is None:  # the usual edge, written directly
             self.lines.append(f'  {edge.src} -> {edge.dst} [id={edge_id} class="gv_edge"];')
             return
         head = None
@@ -253,6 +254,8 @@ class _DotWriter:
                 labelfontsize=10 if head else None,
                 labeldistance=1.8 if head else None,
                 labelangle=-35 if head else None,
+                penwidth=width,
+                color=colour,
             )
             + ";"
         )

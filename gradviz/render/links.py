@@ -66,6 +66,9 @@ class _LinkWriter(_DotWriter):
         """Backward edges; beside the forward pass they point up, as in the lessons."""
         before = len(self.lines)
         super()._edge(edge)
+        for index in range(before, len(self.lines)):
+            if " -> " in self.lines[index]:
+                self.lines[index] = self._mark(self.lines[index], edge.key)
         if not self.show_forward:
             return
         for index in range(before, len(self.lines)):
@@ -75,6 +78,10 @@ class _LinkWriter(_DotWriter):
                 continue
             dst, _, attributes = rest.partition(" [")
             self.lines[index] = f'  {dst} -> {head.strip()} [dir="back" {attributes}'
+
+    def _mark(self, line: str, key: str) -> str:
+        """An element's line as drawn; ``render.watched._Writer`` outlines marked ones."""
+        return line
 
     # -- links between the sides ------------------------------------------------------------
     def _links(self, boxes: dict[tuple[str, int], _Box]) -> None:

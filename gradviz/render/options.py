@@ -39,6 +39,8 @@ class RenderOptions:
     modules: bool = False  # cluster nodes and ops by the nn.Module that created them
     collapse_depth: int | None = None  # draw modules this deep (0: top level) as one box
     marks: tuple[str, ...] = ()  # node / tensor / forward-tensor ids to draw marked
+    # edge key -> (pen width, colour): the gradient-health overlay (gradviz.analysis.health)
+    edge_styles: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     # draw runs of identical blocks as one "N × block" box (gradviz.render.fold); an int sets
     # the fewest repeats that fold (True: 2)
     fold: bool | int = False
@@ -90,4 +92,5 @@ class RenderKeywords(TypedDict, total=False):
     modules: bool
     collapse_depth: int | None
     marks: tuple[str, ...]
+    edge_styles: Mapping[str, tuple[float, str]]
     fold: bool | int

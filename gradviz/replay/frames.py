@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gradviz.analysis.memory import saved_memory
 from gradviz.atomic import atomic_write
 from gradviz.explain.steps import describe_step, narrate
 from gradviz.model.forward import FOp, Forward
@@ -640,6 +641,9 @@ def replay_data(
     """
     prefix = prefix or recording.graph.prefix
     steps = [describe_step(recording, i) for i in range(len(recording.steps) + 1)]
+    timeline = saved_memory(recording)
+    for panel, memory in zip(steps, timeline.steps, strict=True):
+        panel["memory"] = memory.panel(timeline.peak)
     data: dict[str, Any] = {
         "prefix": prefix,
         "count": len(recording.steps) + 1,

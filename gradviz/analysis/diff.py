@@ -1,0 +1,301 @@
+"""``rec.diff(other)``: two recordings of (nearly) the same computation on one layout.
+
+Nodes are matched by where they sit, not by id (ids count visit order, so one extra node
+shifts them all): named leaves' ``AccumulateGrad`` nodes by the leaf's name and the roots
+by position, then outwards from every matched pair: the node below through the same input
+slot, or the node above that feeds it through the same slot, when the types agree. What
+matches is compared by the gradients it sent: the ratio of their norms and whether they
+differ; what does not is "only in A" or "only in B" (a ``detach``, a new layer). The union
+of both graphs is drawn once, the unmatched nodes marked and each matched edge labelled
+with its ratio; ``save("d.html")`` writes it with the table as one offline page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradviz.escape import html_text, json_text
+from gradviz.model.graph import Edge, Graph, Node
+from gradviz.model.recording import GradValue, Recording, as_summary
+from gradviz.render.export import graph_dot, graph_svg
+
+__all__ = ["NodeChange", "RecordingDiff", "diff_recordings", "match_nodes"]
+
+
+def match_nodes(a: Graph, b: Graph) -> dict[str, str]:
+    """Node id in A -> its counterpart in B (see the module docstring)."""
+    matched: dict[str, str] = {}
+    taken: set[str] = set()
+    queue: deque[tuple[str, str]] = deque()
+
+    def pair(x: str, y: str) -> None:
+        if x not in matched and y not in taken and a.node(x).type_name == b.node(y).type_name:
+            matched[x] = y
+            taken.add(y)
+            queue.append((x, y))
+
+    leaves_b = {r.name: r.node_id for r in b.tensors if r.name and r.node_id is not None}
+    for record in a.tensors:
+        found = leaves_b.get(record.name) if record.name else None
+        if record.node_id is not None and found is not None:
+            pair(record.node_id, found)
+    for x, y in zip(a.root_ids, b.root_ids, strict=False):
+        pair(x, y)
+    while queue:
+        x, y = queue.popleft()
+        down_b = b.out_edges(y)
+        for edge in a.out_edges(x):  # the same input slot, the same type below
+            if edge.slot < len(down_b):
+                other = down_b[edge.slot]
+                if edge.dst is not None and other.dst is not None:
+                    pair(edge.dst, other.dst)
+        up_b = b.in_edges(y)
+        for edge in a.in_edges(x):  # the node that feeds it through the same slot
+            for other in up_b:
+                if other.slot == edge.slot and other.src not in taken:
+                    pair(edge.src, other.src)
+                    break
+    return matched
+
+
+def _norm(values: tuple[GradValue | None, ...]) -> float | None:
+    total = 0.0
+    for value in values:
+        if value is None:
+            continue
+        norm = as_summary(value).norm
+        if norm is None:
+            return None
+        total += norm * norm
+    return math.sqrt(total)
+
+
+def _same(a: tuple[GradValue | None, ...], b: tuple[GradValue | None, ...]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if (x is None) != (y is None):
+            return False
+        if x is not None and y is not None and as_summary(x) != as_summary(y):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """A node found in both recordings, and how its sent gradients compare."""
+
+    node_a: str
+    node_b: str
+    type_name: str
+    step_a: int | None  # when it ran in A (None: it did not run)
+    step_b: int | None
+    norm_a: float | None
+    norm_b: float | None
+    same: bool  # the gradients it sent are equal (same summary) in both
+
+    @property
+    def ratio(self) -> float | None:
+        """‖sent in B‖ / ‖sent in A‖ (None when A's is zero or unknown)."""
+        if self.norm_a in (None, 0.0) or self.norm_b is None:
+            return None
+        return self.norm_b / self.norm_a
+
+
+@dataclass
+class RecordingDiff:
+    """What changed between recording ``a`` and recording ``b``."""
+
+    a: Recording
+    b: Recording
+    changes: list[NodeChange]
+    only_a: list[str]  # node ids of A with no match in B
+    only_b: list[str]  # node ids of B with no match in A
+    union: Graph  # A's nodes plus B's unmatched ones (ids "b_<id>")
+
+    @property
+    def differing(self) -> list[NodeChange]:
+        return [c for c in self.changes if not c.same]
+
+    @property
+    def first_difference(self) -> NodeChange | None:
+        """The first node, in A's order, whose sent gradient differs in B."""
+        ran = [c for c in self.differing if c.step_a is not None]
+        return min(ran, key=lambda c: c.step_a or 0) if ran else None
+
+    @property
+    def identical(self) -> bool:
+        return not self.only_a and not self.only_b and not self.differing
+
+    def marks(self) -> tuple[str, ...]:
+        return tuple(self.only_a) + tuple(f"b_{n}" for n in self.only_b)
+
+    def edge_labels(self) -> dict[str, str]:
+        """Each edge leaving a matched node whose gradient changed: '×ratio'."""
+        labels: dict[str, str] = {}
+        for change in self.differing:
+            ratio = change.ratio
+            text = "changed" if ratio is None else f"×{ratio:.3g}"
+            for edge in self.union.out_edges(change.node_a):
+                labels[edge.key] = text
+        return labels
+
+    def to_dot(self, **options: Any) -> str:
+        return graph_dot(self.union, **self._options(options))
+
+    def svg(self, **options: Any) -> str:
+        """The union on one layout: unmatched nodes marked, changed gradients labelled."""
+        return graph_svg(self.union, **self._options(options))
+
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        options["marks"] = tuple(options.get("marks", ())) + self.marks()
+        options.setdefault("edge_labels", self.edge_labels())
+        return options
+
+    def summary_text(self) -> str:
+        lines = [
+            f"A: {len(self.a)} steps, B: {len(self.b)} steps; {len(self.changes)} nodes in "
+            f"both, {len(self.only_a)} only in A, {len(self.only_b)} only in B."
+        ]
+        for node_id in self.only_a:
+            lines.append(f"only in A: {self.a.graph.node(node_id).type_name} ({node_id})")
+        for node_id in self.only_b:
+            lines.append(f"only in B: {self.b.graph.node(node_id).type_name} ({node_id})")
+        first = self.first_difference
+        if first is not None:
+            lines.append(
+                f"first differing gradient: {first.type_name} ({first.node_a}) at step "
+                f"{first.step_a} of A"
+            )
+        for change in self.differing:
+            ratio = "n/a" if change.ratio is None else f"{change.ratio:.4g}"
+            lines.append(f"{change.type_name} ({change.node_a}): ‖B‖/‖A‖ = {ratio}")
+        if self.identical:
+            lines.append("The two recordings match: same nodes, same gradients.")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "only_a": list(self.only_a),
+            "only_b": list(self.only_b),
+            "changes": [
+                {
+                    "node_a": c.node_a, "node_b": c.node_b,
+                    "type": c.type_name, "step_a": c.step_a, "step_b": c.step_b,
+                    "norm_a": c.norm_a, "norm_b": c.norm_b, "ratio": c.ratio, "same": c.same,
+                }
+                for c in self.changes
+            ],
+        }  # fmt: skip
+
+    def html(self, title: str = "gradviz diff", **options: Any) -> str:
+        """One offline page: the union drawing and the table of changes (no script)."""
+        drawing = self.svg(**options)
+        drawing = drawing[drawing.find("<svg") :]
+        rows = "".join(
+            f"<tr><td>{html_text(c.type_name, None)}</td><td>{html_text(c.node_a)}</td>"
+            f"<td>{'' if c.step_a is None else c.step_a}</td>"
+            f"<td>{'n/a' if c.ratio is None else f'{c.ratio:.4g}'}</td>"
+            f"<td>{'same' if c.same else 'differs'}</td></tr>"
+            for c in self.changes
+        )
+        summary = "<br>".join(html_text(line, None) for line in self.summary_text().split("\n"))
+        data = json_text(self.to_dict(), compact=True).replace("</", "<\\/")
+        return (
+            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "style-src 'unsafe-inline'; img-src data:\">\n"
+            f"<title>{html_text(title, None)}</title>\n"
+            "<style>body{font:14px sans-serif;margin:12px}td,th{padding:2px 8px;"
+            "text-align:left}</style>\n</head>\n<body>\n"
+            f'<h1 style="font-size:16px">{html_text(title, None)}</h1>\n'
+            f'<p class="gv-diff-summary">{summary}</p>\n'
+            f'<div class="gv-diff-graph">{drawing}</div>\n'
+            '<table class="gv-diff-table"><tr><th>node</th><th>id in A</th><th>step in A</th>'
+            f"<th>‖B‖/‖A‖</th><th></th></tr>{rows}</table>\n"
+            f'<script type="application/json" class="gv-diff-data">'
+            f"{data}</script>\n"
+            "</body>\n</html>\n"
+        )
+
+    def save(self, path: str | Path, **options: Any) -> Path:
+        """.html (the page), .svg, .dot or .json (the changes as data)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        suffix = target.suffix.lower()
+        if suffix == ".html":
+            text = self.html(**options)
+        elif suffix == ".svg":
+            text = self.svg(**options)
+        elif suffix == ".dot":
+            text = self.to_dot(**options)
+        elif suffix == ".json":
+            text = json_text(self.to_dict(), indent=1)
+        else:
+            raise ValueError(f"cannot save {target.name!r}: use .html, .svg, .dot or .json")
+        target.write_text(text, encoding="utf-8")
+        return target
+
+    def __str__(self) -> str:
+        return self.summary_text()
+
+
+def _union(a: Graph, b: Graph, matched_b: dict[str, str], only_b: list[str]) -> Graph:
+    """A's nodes and edges plus B's unmatched nodes (ids ``b_<id>``) and their edges."""
+    nodes = [Node(n.id, n.type_name, n.name, n.sequence_nr, n.saved) for n in a.nodes]
+    extra = set(only_b)
+    for node_id in only_b:
+        node = b.node(node_id)
+        nodes.append(Node(f"b_{node_id}", node.type_name, node.name, node.sequence_nr))
+    edges = list(a.edges)
+    taken = {(e.src, e.slot) for e in edges}
+
+    def name(node_id: str) -> str:
+        return f"b_{node_id}" if node_id in extra else matched_b[node_id]
+
+    for edge in b.edges:
+        if edge.src not in extra and (edge.dst is None or edge.dst not in extra):
+            continue
+        src = name(edge.src)
+        slot = edge.slot
+        while (src, slot) in taken:  # a matched node with a new input: a fresh slot
+            slot += 1
+        taken.add((src, slot))
+        dst = None if edge.dst is None else name(edge.dst)
+        edges.append(Edge(src, slot, dst, edge.input_nr))
+    return Graph(nodes, edges, list(a.root_ids), list(a.tensors))
+
+
+def diff_recordings(a: Recording, b: Recording) -> RecordingDiff:
+    """Compare two recordings (see the module docstring)."""
+    pairs = match_nodes(a.graph, b.graph)
+    changes: list[NodeChange] = []
+    matched_b: dict[str, str] = {}
+    only_a: list[str] = []
+    for node in a.graph.nodes:
+        other = pairs.get(node.id)
+        if other is None:
+            only_a.append(node.id)
+            continue
+        matched_b[other] = node.id
+        step_a = a.step_for(node.id)
+        step_b = b.step_for(other)
+        sent_a = step_a.grad_inputs if step_a is not None else ()
+        sent_b = step_b.grad_inputs if step_b is not None else ()
+        if node.is_accumulate_grad:  # a leaf sends nothing on: compare what it received
+            sent_a = step_a.grad_outputs if step_a is not None else ()
+            sent_b = step_b.grad_outputs if step_b is not None else ()
+        changes.append(
+            NodeChange(
+                node_a=node.id, node_b=other, type_name=node.type_name,
+                step_a=None if step_a is None else step_a.index,
+                step_b=None if step_b is None else step_b.index,
+                norm_a=_norm(sent_a), norm_b=_norm(sent_b), same=_same(sent_a, sent_b),
+            )
+        )  # fmt: skip
+    only_b = [n.id for n in b.graph.nodes if n.id not in matched_b]
+    return RecordingDiff(a, b, changes, only_a, only_b, _union(a.graph, b.graph, matched_b, only_b))
