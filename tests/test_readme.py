@@ -22,7 +22,12 @@ def as_tensor(value: object) -> torch.Tensor:
 
 
 def python_blocks() -> list[str]:
-    return BLOCK.findall(README.read_text(encoding="utf-8"))
+    """The blocks, less notebook-only lines (``%pip install ...`` is for a notebook cell)."""
+    blocks = BLOCK.findall(README.read_text(encoding="utf-8"))
+    runnable = [
+        "".join(line for line in b.splitlines(True) if not line.startswith("%")) for b in blocks
+    ]
+    return [block for block in runnable if block.strip()]
 
 
 def test_the_readme_has_python_examples() -> None:
