@@ -300,13 +300,15 @@ def _write(recording: Recording, args: argparse.Namespace, stem: str) -> list[Pa
         views.pop("modules", None)
         views.pop("collapse_depth", None)
     if args.fold and args.format != "json":
-        from gradviz.render.fold import fold_graph
+        from gradviz.render.fold import fold_with_reason
 
-        if fold_graph(graph) is graph:
+        _, why = fold_with_reason(graph)
+        if why:
             _say(
                 "    --fold: no run of identical blocks that only the run's first node enters "
-                "was found; drawn unfolded"
+                f"was found ({why}); drawn unfolded"
             )
+            args.fold = False  # said once here, not again as a warning of to_dot
     if args.format == "json":
         written.append(recording.save(out / f"{stem}.json"))
     elif args.format in ("dot", "pdf"):
