@@ -17,7 +17,9 @@ from gradviz.errors import (
     GraphFreed,
     GraphvizNotFound,
     InvalidArgument,
+    InvalidInput,
     NotOnGraph,
+    StepNotFound,
     WatchNestingError,
 )
 from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
@@ -61,6 +63,7 @@ __all__ = [
     "InplaceFinding",
     "InplaceReport",
     "InvalidArgument",
+    "InvalidInput",
     "ModuleScope",
     "Node",
     "NotOnGraph",
@@ -71,6 +74,7 @@ __all__ = [
     "SavedValue",
     "SourceLine",
     "Step",
+    "StepNotFound",
     "Stepper",
     "Summary",
     "TensorRecord",

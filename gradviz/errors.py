@@ -11,6 +11,7 @@ __all__ = [
     "GraphFreed",
     "GraphvizNotFound",
     "InvalidArgument",
+    "InvalidInput",
     "NotOnGraph",
     "StepNotFound",
     "WatchNestingError",
@@ -32,6 +33,11 @@ class GradvizError(Exception):
 
 class GradvizWarning(UserWarning):
     """Something worked, but not the way the user probably expects."""
+
+
+class InvalidInput(GradvizError, ValueError):
+    """A theme or a loaded ``.json`` holds a value gradviz will not draw; the message names
+    the field and what it must be."""
 
 
 class NotOnGraph(GradvizError, TypeError):

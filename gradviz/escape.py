@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any
 
 __all__ = [
     "ELLIPSIS",
+    "MAX_DOT_STRING_BYTES",
+    "MAX_HTML_TEXT_BYTES",
     "MAX_LABEL_CHARS",
     "dot_quote",
+    "float_from_json",
     "html_text",
     "isolated",
     "json_text",
     "shorten",
+    "shorten_bytes",
     "utf8",
     "visible_text",
     "wire_safe",
@@ -32,6 +37,11 @@ __all__ = [
 # the element's tooltip; the stepper's panel always shows it whole.
 MAX_LABEL_CHARS = 40
 ELLIPSIS = "…"
+# Graphviz's DOT scanner holds one quoted string, and one run of text in an HTML-like
+# label, in a 16 KiB buffer counted in bytes of UTF-8 (10,000 'é' are 20,000 bytes): both
+# are cut below that, escapes counted.
+MAX_DOT_STRING_BYTES = 16_000
+MAX_HTML_TEXT_BYTES = 16_000
 
 REPLACEMENT = "\ufffd"
 # C0 controls and DEL as their Unicode "control pictures" (U+2400..U+2421): XML 1.0 forbids
@@ -67,6 +77,30 @@ def shorten(text: str, limit: int | None = MAX_LABEL_CHARS) -> str:
     return text[: max(limit - 1, 0)] + ELLIPSIS
 
 
+def _fit(text: str, max_bytes: int, cost: dict[str, int] | None = None) -> str:
+    """``text`` cut so that its UTF-8 (each character costing ``cost[ch]`` bytes when listed,
+    its UTF-8 length otherwise) stays within ``max_bytes``, ending in ELLIPSIS when cut."""
+    if len(text) * 6 <= max_bytes:  # no character costs more than 6: the usual case
+        return text
+    extra = cost or {}
+    sizes = [extra.get(char) or len(char.encode("utf-8", "surrogatepass")) for char in text]
+    if sum(sizes) <= max_bytes:
+        return text
+    budget = max_bytes - len(ELLIPSIS.encode("utf-8"))
+    used = 0
+    for index, size in enumerate(sizes):
+        if used + size > budget:
+            return text[:index] + ELLIPSIS
+        used += size
+    return text
+
+
+def shorten_bytes(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` of UTF-8 (the last character an ellipsis):
+    byte limits (Graphviz's) must count bytes, since a character takes one to four."""
+    return _fit(text, max_bytes)
+
+
 def visible_text(text: str) -> str:
     """``text`` with every character XML 1.0 or a reader cannot take shown by a stand-in."""
     if _UNSAFE.search(text) is None:  # the usual case: nothing to replace
@@ -81,24 +115,70 @@ def html_text(text: object, limit: int | None = MAX_LABEL_CHARS) -> str:
     Graphviz decodes the entities itself, so ``<``, ``&`` and quotes reach the SVG as
     text; nothing typed into a name can open an element or end the label.
     """
-    return html.escape(visible_text(shorten(str(text), limit)), quote=True)
+    return html.escape(
+        _fit(visible_text(shorten(str(text), limit)), MAX_HTML_TEXT_BYTES, _HTML_COST)
+    )
+
+
+# what one character costs once escaped, where that is more than its UTF-8
+_HTML_COST = {"&": 5, "<": 4, ">": 4, '"': 6, "'": 6}
+_DOT_COST = {'"': 2, "\\": 2}
 
 
 def dot_quote(text: str) -> str:
-    """A DOT double-quoted string holding ``text`` literally (ids, tooltips, attributes)."""
-    text = visible_text(text)
+    """A DOT double-quoted string holding ``text`` literally (ids, tooltips, attributes),
+    cut to what Graphviz can scan (``MAX_DOT_STRING_BYTES``)."""
+    text = _fit(visible_text(text), MAX_DOT_STRING_BYTES, _DOT_COST)
     if '"' in text or "\\" in text:
         # a backslash starts a Graphviz escape (\\N, \\l, ...); doubled, it is itself
         text = text.replace("\\", "\\\\").replace('"', '\\"')
     return '"' + text + '"'
 
 
+# Standard JSON has no NaN or Infinity (JSON.parse, jq, serde and Go reject Python's bare
+# NaN): gradviz writes a non-finite float as one of these strings, where a number is due.
+NONFINITE_TEXT = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float written as its ``NONFINITE_TEXT`` string."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_json(item) for item in value]
+    return value
+
+
+def float_from_json(value: Any) -> Any:
+    """A number read from gradviz's JSON: ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``
+    back as floats, anything else as it is."""
+    if isinstance(value, str) and value in NONFINITE_TEXT:
+        return NONFINITE_TEXT[value]
+    return value
+
+
 def json_text(value: Any, indent: int | None = None, compact: bool = False) -> str:
-    """JSON that can always be written as UTF-8: an unpaired surrogate in a name (say, a
-    file name decoded with ``surrogateescape``) becomes a ``\\udXXX`` escape, still valid
-    JSON, instead of failing the write."""
+    """Standard JSON that can always be written as UTF-8: NaN and Infinity as strings
+    (``float_from_json`` reads them back), and an unpaired surrogate in a name (say, a
+    file name decoded with ``surrogateescape``) as a ``\\udXXX`` escape instead of failing
+    the write."""
     separators = (",", ":") if compact else None
-    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, indent=indent, separators=separators, allow_nan=False
+        )
+    except ValueError:  # a NaN or an Infinity somewhere: write it as text
+        text = json.dumps(
+            _finite_json(value),
+            ensure_ascii=False,
+            indent=indent,
+            separators=separators,
+            allow_nan=False,
+        )
     if _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
@@ -111,8 +191,13 @@ def utf8(text: str) -> bytes:
 
 def wire_safe(value: Any) -> Any:
     """JSON-like ``value`` with unpaired surrogates replaced by U+FFFD (what a browser shows
-    for them): Jupyter sends widget state as strict UTF-8 and would fail on them."""
-    text = json.dumps(value, ensure_ascii=False)
+    for them) and NaN / Infinity as text: Jupyter sends widget state as strict UTF-8 (a
+    surrogate fails) in standard JSON (NaN falls back, deprecated, with a warning)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a NaN or an Infinity somewhere
+        value = _finite_json(value)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     if _SURROGATE.search(text) is None:  # the usual case: the value as it is
         return value
     return json.loads(_SURROGATE.sub(REPLACEMENT, text))

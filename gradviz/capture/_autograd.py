@@ -19,12 +19,14 @@ __all__ = [
     "has_other_hooks",
     "input_bytes",
     "is_accumulate_grad",
+    "is_custom_function",
     "leaf_variable",
     "move_to_front",
     "next_functions",
     "node_name",
     "saved_values",
     "sequence_nr",
+    "version",
 ]
 
 Node = Any  # torch.autograd.graph.Node; its concrete classes are generated in C++
@@ -56,6 +58,14 @@ def input_bytes(node: Node) -> int:
     return total
 
 
+def version(tensor: torch.Tensor) -> int:
+    """The tensor's ``_version``; 0 for a tensor made under ``torch.inference_mode()``,
+    which has no version counter (and cannot be changed in place outside that mode)."""
+    if tensor.is_inference():
+        return 0
+    return int(tensor._version)
+
+
 def next_functions(node: Node) -> tuple[tuple[Node | None, int], ...]:
     """The node's inputs in the backward function's order: ``(node or None, input_nr)``."""
     return tuple(node.next_functions)
@@ -72,6 +82,11 @@ def node_name(node: Node) -> str:
 
 def is_accumulate_grad(node: Node) -> bool:
     return type(node).__name__ == "AccumulateGrad"
+
+
+def is_custom_function(node: Node) -> bool:
+    """Whether the node runs a custom ``autograd.Function``'s Python backward."""
+    return isinstance(node, torch.autograd.function.BackwardCFunction)
 
 
 def leaf_variable(node: Node) -> torch.Tensor | None:

@@ -1,4 +1,4 @@
-"""``record()``: run the real backward once, with a prehook and a hook on every node.
+"""``record()``: run the real backward once, with gradviz's hooks on every node.
 
 The hooks only look: they copy or summarize what flows and return ``None``, so the
 gradients are bitwise the ones PyTorch computes without gradviz. Every hook is removed in
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
-from torch.utils.hooks import RemovableHandle
 
 from gradviz.analysis.flow import check_flow
 from gradviz.analysis.nonfinite import find_origins
@@ -25,6 +24,8 @@ from gradviz.analysis.order import predicted_order
 from gradviz.capture import _autograd
 from gradviz.capture._interrupts import deferred_interrupts
 from gradviz.capture._own_ops import own_ops
+from gradviz.capture.hooks import HookHandles, one_hook_will_do
+from gradviz.capture.ondemand import settle_grads
 from gradviz.capture.trace import Params, gc_paused, trace
 from gradviz.errors import GradvizWarning, GraphFreed, InvalidArgument, backward_failed
 from gradviz.model.graph import Graph, Node
@@ -319,6 +320,7 @@ class _Recorder:
     regions: dict[int, tuple[weakref.ref[torch.Tensor], int, Summary]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.one_hook_nodes: set[str] = set()  # nodes whose step opens after they ran
         if self.keep == "auto":
             self.keep = "all" if _fits(self.graph, AUTO_ALL_MAX_BYTES) else "summary"
         if self.keep not in ("all", "summary"):
@@ -458,6 +460,9 @@ class _Recorder:
         failed_inside = self.failed_inside
         kept_once = self.kept_once
         kept = self.kept
+        # called from the node's one hook after it ran (gradviz.capture.hooks): the leaf had no
+        # .grad before, and reading it now would give the one after
+        late = node_id in self.one_hook_nodes
 
         def prehook(grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
             task = current_task()
@@ -467,7 +472,7 @@ class _Recorder:
                 steps = task.steps
                 step = Step(len(steps) + 1, node_id, type_name, tuple(map(kept_once, grad_outputs)))
                 # no strong references to the raw gradients: autograd may steal or reuse them
-                if leaf is not None:
+                if leaf is not None and not late:
                     step.leaf_grad_before = kept(leaf.grad)
                 for record_id, tensor in retained:
                     if tensor.retains_grad and tensor.grad is not None:
@@ -521,19 +526,27 @@ class _Recorder:
         return hook
 
     # -- the run -------------------------------------------------------------------------
-    def _register(self, handles: list[RemovableHandle]) -> None:
-        """A prehook and a hook on every node; each handle is stored as soon as it exists."""
+    def _register(self, handles: HookHandles) -> None:
+        """One hook on each node where that is enough, else a prehook and a hook
+        (``gradviz.capture.hooks``); each handle is stored as soon as it exists."""
         hooks_for = self.hooks_for
+        retained = self.retained
         for node in self.graph.nodes:
             torch_node = node.torch_node
+            retains = any(tensor.retains_grad for _, tensor in retained.get(node.id, ()))
+            if one_hook_will_do(node, retains):
+                self.one_hook_nodes.add(node.id)
+                handle = handles.add(torch_node.register_hook(_in_one(*hooks_for(node))))
+                if not _autograd.has_other_hooks(handle):
+                    continue
+                handles.drop_last()  # the user's own hooks are here: two hooks, as below
+                self.one_hook_nodes.discard(node.id)
             prehook, hook = hooks_for(node)
-            handles.append(torch_node.register_prehook(prehook))
-            handle = torch_node.register_hook(hook)
-            handles.append(handle)
+            handles.add(torch_node.register_prehook(prehook))
+            handle = handles.add(torch_node.register_hook(hook))
             if _autograd.has_other_hooks(handle):
                 # the user's hooks may replace what the node sends: look first too
-                handle = torch_node.register_hook(self.before_user_hooks(node.id))
-                handles.append(handle)
+                handle = handles.add(torch_node.register_hook(self.before_user_hooks(node.id)))
                 _autograd.move_to_front(handle)
 
     def run(
@@ -549,7 +562,8 @@ class _Recorder:
                 "lost its saved tensors). Run the forward pass again, or pass "
                 "retain_graph=True to the earlier backward()/gradviz.record()."
             )
-        handles: list[RemovableHandle] = []
+        settle_grads(self.graph.tensors)  # the .grad values from before, not after
+        handles = HookHandles()
         error: Exception | None = None
         probe = _Probe(self.bind, device)
         # the hooks allocate many small objects and free few: without the pause, the cyclic
@@ -562,9 +576,7 @@ class _Recorder:
             except Exception as raised:  # re-raised below as BackwardFailed, with the steps
                 error = raised
             finally:
-                with deferred_interrupts():
-                    for handle in handles:
-                        handle.remove()
+                handles.remove_all()
                 self.seen.clear()
                 self.regions.clear()
             self.steps = self.own_steps()
@@ -580,7 +592,7 @@ class _Recorder:
             find_origins(recording)
         self._warn_after()
         if error is not None:
-            node_id, where = _where_it_failed(recording, error)
+            node_id, where = _where_it_failed(recording, error, self.one_hook_nodes)
             raise backward_failed(
                 f"backward failed {where}: {error}", error, recording=recording, node_id=node_id
             ) from error
@@ -651,13 +663,33 @@ def _raised_in_python(error: BaseException) -> bool:
     return traceback.tb_frame.f_code.co_name != "_engine_run_backward"
 
 
-def _where_it_failed(recording: Recording, error: BaseException) -> tuple[str | None, str]:
+def _in_one(prehook: PreHook, hook: PostHook) -> PostHook:
+    """A node's prehook and hook run by one hook after the node ran: the engine hands a
+    node hook what the node received (after any prehooks) and what it sent."""
+
+    def both(
+        grad_inputs: tuple[torch.Tensor | None, ...],
+        grad_outputs: tuple[torch.Tensor | None, ...],
+    ) -> None:
+        prehook(grad_outputs)
+        hook(grad_inputs, grad_outputs)
+
+    return both
+
+
+def _where_it_failed(
+    recording: Recording,
+    error: BaseException,
+    one_hook_nodes: set[str] | frozenset[str] = frozenset(),
+) -> tuple[str | None, str]:
     """The node backward failed at, and where that was in words.
 
     The node whose step did not finish failed (its op or a hook after it). When every step
     finished and Python code raised, a hook on the next node's incoming gradient raised (a
     tensor hook or a prehook, which run before gradviz's prehook): that node is the one the
     engine runs next, known from the predicted order while the recorded steps follow it.
+    A node with one hook (``gradviz.capture.hooks``) opens its step after it ran: its own
+    failure looks the same.
     """
     steps = recording.steps
     failed = next((s for s in reversed(steps) if not s.finished), None)
@@ -670,6 +702,8 @@ def _where_it_failed(recording: Recording, error: BaseException) -> tuple[str | 
         return None, after
     node = recording.graph.node(predicted[done])
     if not _raised_in_python(error):
+        if node.id in one_hook_nodes:  # its one hook runs after it: the node itself failed
+            return node.id, f"in {node.type_name} ({node.id}, step {done + 1})"
         return node.id, f"{after}, as {node.type_name} ({node.id}) was about to run"
     return node.id, (
         f"{after}, as {node.type_name} ({node.id}) was about to run: a hook on its incoming "

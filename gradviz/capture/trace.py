@@ -13,6 +13,7 @@ import torch
 
 from gradviz.capture import _autograd
 from gradviz.capture._own_ops import own_ops
+from gradviz.capture.ondemand import LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import Edge, Graph, Node, SavedValue, TensorRecord
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
@@ -261,7 +262,7 @@ class _Walker:
             role = Role.BRANCH
         grad = tensor.grad if (is_leaf or tensor.retains_grad) else None
         grad_fn = tensor.grad_fn
-        return TensorRecord(
+        return LiveTensorRecord(
             id=record_id,
             name=name,
             shape=tuple(tensor.shape),
@@ -269,27 +270,19 @@ class _Walker:
             device=str(tensor.device),
             requires_grad=requires_grad,
             is_leaf=is_leaf,
-            version=_version(tensor),
+            version=_autograd.version(tensor),
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
-            data=summarize(tensor),
-            grad=None if grad is None else summarize(grad),
+            data=None,  # summarized on demand (gradviz.capture.ondemand)
+            grad=None,
             role=role,
             node_id=node_id,
             output_nr=output_nr,
             is_root=is_root,
             tensor=tensor,
-        )
+        ).pending(tensor, grad)
 
 
 _SCALARS = (int, bool, float, str, type(None))
-
-
-def _version(tensor: torch.Tensor) -> int:
-    """The tensor's version; 0 for a tensor made under ``torch.inference_mode()``, which
-    has no version counter (and cannot be changed in place outside that mode)."""
-    if tensor.is_inference():
-        return 0
-    return int(tensor._version)
 
 
 def _saved_value(name: str, value: object) -> SavedValue:

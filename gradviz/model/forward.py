@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gradviz.escape import float_from_json
 from gradviz.model.values import Role, Scalar, Summary
 
 __all__ = [
@@ -87,7 +88,7 @@ class Arg:
             position=data["position"],
             tensor=data["tensor"],
             version=data["version"],
-            value=data["value"],
+            value=float_from_json(data["value"]),
             text=data["text"],
         )
 

@@ -264,8 +264,12 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Graph:
-        if data.get("format") != JSON_FORMAT:
-            raise ValueError(f"not a gradviz graph (expected format {JSON_FORMAT!r})")
+        """A graph from ``to_dict()`` data, checked field by field first (it may come from
+        anyone): a fault raises ``gradviz.InvalidInput`` naming the field."""
+        from gradviz.model.forward import FORWARD_FORMAT
+        from gradviz.model.validate_json import check_graph_data
+
+        check_graph_data(data, JSON_FORMAT, FORWARD_FORMAT)
         graph = cls(
             nodes=[Node.from_dict(n) for n in data["nodes"]],
             edges=[Edge.from_dict(e) for e in data["edges"]],
@@ -279,8 +283,15 @@ class Graph:
         return graph
 
     @classmethod
-    def from_json(cls, text: str) -> Graph:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes) -> Graph:
+        """A graph from ``to_json()`` text (``from_dict`` checks every field)."""
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError, RecursionError) as error:
+            from gradviz.errors import InvalidInput
+
+            raise InvalidInput(f"not a gradviz graph: the text is not JSON ({error})") from None
+        return cls.from_dict(data)
 
     def summary_text(self) -> str:
         kinds: dict[str, int] = {}

@@ -25,6 +25,7 @@ try:  # NumPy is optional: torch works without it, and so does the torch path be
 except (ImportError, RuntimeError):  # pragma: no cover - depends on the environment
     numpy = None  # type: ignore[assignment]
 
+from gradviz.model.lowmem import chunked_stats, expanded_base
 from gradviz.model.values import Scalar, Summary
 
 __all__ = ["SMALL_NUMEL", "covers", "dtype_name", "summarize", "summarize_view"]
@@ -40,6 +41,8 @@ _FAST_DTYPES = (torch.float32, torch.float64)  # dot() is exact enough and one p
 # largest max(|min|, |max|)**2 * numel for which sums and squares cannot overflow
 _SAFE_SQUARES = {torch.float32: 1e37, torch.float64: 1e306}
 _ONES: dict[torch.dtype, Any] = {}  # NUMPY_MAX ones per dtype: sum(x) as dot(x, ones)
+_MINIMUM = None if numpy is None else numpy.minimum.reduce
+_MAXIMUM = None if numpy is None else numpy.maximum.reduce
 _COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
 
@@ -106,6 +109,9 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
             nan,
             inf,
         )
+    expanded = expanded_base(data)
+    if expanded is not None:  # a broadcast: summarize the memory it repeats (gradviz.model.lowmem)
+        return _expanded_summary(data, *expanded, shape, dtype, numel)
     if data.dtype in _FAST_DTYPES:
         contiguous = data.is_contiguous()
         flat = data.view(-1) if contiguous else _dense_flat(data)
@@ -148,22 +154,36 @@ def _other_summary(
         if not math.isfinite(norm):
             nan, inf = bool(torch.isnan(data).any()), bool(torch.isinf(data).any())
         return Summary(shape, dtype, numel, values, False, norm=norm, nan=nan, inf=inf)
-    work = data if data.is_floating_point() else data.to(torch.float64)
-    low_t, high_t = torch.aminmax(work)
-    low, high = float(low_t), float(high_t)
-    nan, inf = _nonfinite(low, high, work)
+    # float64 sums one chunk at a time: no whole-tensor copy (gradviz.model.lowmem)
+    low, high, total, norm, nan, inf = chunked_stats(data)
+    return Summary(shape, dtype, numel, values, False, low, high, total / numel, norm, nan, inf)
+
+
+def _expanded_summary(
+    data: torch.Tensor,
+    base: torch.Tensor,
+    repeat: int,
+    shape: tuple[int, ...],
+    dtype: str,
+    numel: int,
+) -> Summary:
+    """A broadcast tensor from the memory it repeats ``repeat`` times: the same min, max,
+    mean, NaN and Inf, the norm times the square root of ``repeat``."""
+    inner = summarize(base)
+    norm = None if inner.norm is None else inner.norm * math.sqrt(repeat)
     return Summary(
         shape,
         dtype,
         numel,
-        values,
+        _plain(_head(data, PREVIEW)),
         False,
-        low,
-        high,
-        float(work.sum(dtype=torch.float64)) / numel,
-        float(torch.linalg.vector_norm(work, dtype=torch.float64)),
-        nan,
-        inf,
+        inner.min,
+        inner.max,
+        inner.mean,
+        norm,
+        inner.nan,
+        inner.inf,
+        inner.available,
     )
 
 
@@ -210,8 +230,9 @@ def _numpy_summary(
 ) -> Summary:
     """A dense float tensor on the CPU, through a NumPy view of its memory (no copy)."""
     array = flat.numpy()
-    low = float(array.min())
-    high = float(array.max())
+    # the ufuncs' own reduce: what array.min() runs, without NumPy's Python wrapper
+    low = float(_MINIMUM(array))
+    high = float(_MAXIMUM(array))
     big = max(-low, high)
     safe = big * big * numel < _SAFE_SQUARES[data.dtype]  # False for NaN and inf too
     if safe and numel <= NUMPY_MAX:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from gradviz.escape import float_from_json
+
 __all__ = ["Role", "Scalar", "Summary", "format_number"]
 
 
@@ -129,12 +131,12 @@ class Summary:
             shape=tuple(data["shape"]),
             dtype=data["dtype"],
             numel=data["numel"],
-            values=tuple(data["values"]),
+            values=tuple(float_from_json(v) for v in data["values"]),
             complete=data["complete"],
-            min=data.get("min"),
-            max=data.get("max"),
-            mean=data.get("mean"),
-            norm=data.get("norm"),
+            min=float_from_json(data.get("min")),
+            max=float_from_json(data.get("max")),
+            mean=float_from_json(data.get("mean")),
+            norm=float_from_json(data.get("norm")),
             nan=data.get("nan", False),
             inf=data.get("inf", False),
             available=data.get("available", True),

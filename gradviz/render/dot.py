@@ -4,21 +4,26 @@ Every string a user could have influenced (names, node type names, saved values)
 into HTML-like labels through ``gradviz.escape.html_text`` and into quoted attributes
 through ``dot_quote``, so nothing typed into a name can break the DOT, the SVG or a page
 that embeds it; a long name is drawn shortened, whole in the tooltip (``tooltip``). Ids
-come from gradviz, never from the user.
+come from gradviz, never from the user, and ``check_ids`` refuses any that is not a plain
+identifier (a hand-built or loaded graph).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-from gradviz.escape import MAX_LABEL_CHARS, dot_quote, html_text
+from gradviz.errors import InvalidInput
+from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
-__all__ = ["RenderOptions", "html_text", "svg_ids", "tooltip"]
+__all__ = ["RenderOptions", "check_ids", "dot_id", "html_text", "svg_ids", "tooltip"]
+
+MAX_FOLDED_LINES = 8  # lines of node types drawn in a folded block's box
 
 
 def tooltip(*texts: object) -> str | None:
@@ -39,6 +44,45 @@ def svg_ids(prefix: str) -> dict[str, str]:
         "link": f"{prefix}_l_{{tensor_id}}",
         "legend": f"{prefix}_legend",
     }
+
+
+# What may stand unquoted in DOT as a node name: a plain identifier that is no DOT keyword
+# (nor the legend's own name); every id gradviz makes ('n3', 't0', 'f12') is one.
+_DOT_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_DOT_KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict", "legend"))
+
+
+def dot_id(text: object) -> str:
+    """``text`` when it can stand as a DOT node name as it is; else ``InvalidInput``.
+
+    The DOT writers put ids unquoted (and re-read their own DOT line by line), so an id
+    is only let through when it is inert by its form: no quoting rule is relied on."""
+    if type(text) is not str or _DOT_ID.fullmatch(text) is None or text.lower() in _DOT_KEYWORDS:
+        shown = repr(text)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise InvalidInput(
+            f"the graph holds the id {shown}, which gradviz does not draw: ids are letters, "
+            "digits and '_' (as trace() makes them, 'n3', 't0')"
+        )
+    return text
+
+
+def check_ids(graph: Graph) -> None:
+    """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
+    built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
+    for node in graph.nodes:
+        dot_id(node.id)
+    for edge in graph.edges:
+        dot_id(edge.src)
+        if edge.dst is not None:
+            dot_id(edge.dst)
+    for record in graph.tensors:
+        dot_id(record.id)
+        if record.node_id is not None:
+            dot_id(record.node_id)
+    if graph.forward is not None:
+        for item in graph.forward.tensors:
+            dot_id(item.id)
 
 
 def _attrs(**attributes: str | float | None) -> str:
@@ -70,6 +114,7 @@ def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
 def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
     """The opening lines every gradviz DOT shares: graph, node and edge defaults."""
     t = theme
+    t.check()  # again: its values go into DOT (and the SVG) as they are
     graph = _attrs(
         id=prefix,
         rankdir=direction,
@@ -96,6 +141,8 @@ class _DotWriter:
         # order as _attrs would give)
         self._node_style = _attr_list(self._style(self.theme.node))
         self._multi_output: dict[str, bool] = {}
+        self._role_cache: dict[Role, tuple[str, str]] = {}
+        self._type_cache: dict[str, tuple[str, str | None]] = {}
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
@@ -117,11 +164,27 @@ class _DotWriter:
         attributes["style"] = ",".join([attributes["style"], *extra])
         return attributes
 
+    def _type_text(self, type_name: str) -> tuple[str, str | None]:
+        """A node type's escaped title and tooltip, once per type and drawing."""
+        cached = self._type_cache.get(type_name)
+        if cached is None:
+            whole = tooltip(type_name)
+            cached = (
+                f"<B>{html_text(type_name)}</B>",
+                None if whole is None else dot_quote(whole),
+            )
+            self._type_cache[type_name] = cached
+        return cached
+
     def _node(self, node: Node) -> None:
-        rows = [f"<B>{html_text(node.type_name)}</B>"]
+        title, whole = self._type_text(node.type_name)
+        rows = [title]
         folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
         if folded:
-            for line in folded.split("\n"):
+            lines = folded.split("\n")
+            if len(lines) > MAX_FOLDED_LINES:  # a box of readable size, whatever the block
+                lines = [*lines[: MAX_FOLDED_LINES - 1], ELLIPSIS]
+            for line in lines:
                 rows.append(f'<FONT POINT-SIZE="9">{html_text(line, None)}</FONT>')
         if self.options.saved:
             if node.saved_freed:
@@ -133,9 +196,8 @@ class _DotWriter:
         label = "<" + "<BR/>".join(rows) + ">"
         node_class = '"gv_node gv_fold" shape="box"' if folded else '"gv_node" shape="box"'
         more = " peripheries=2 " if folded else " "
-        whole = tooltip(node.type_name)
         if whole is not None:
-            more = f" tooltip={dot_quote(whole)}{more}"
+            more = f" tooltip={whole}{more}"
         self.lines.append(
             f"  {node.id} [id={dot_quote(f'{self.prefix}_{node.id}')} class={node_class} "
             f"label={label}{more}{self._node_style}];"
@@ -219,37 +281,45 @@ class _DotWriter:
             if not record.is_root and record.role is Role.LEAF and record.node_id is not None:
                 self._tensor_box(record, compact=True)
 
+    def _role_attrs(self, role: Role) -> tuple[str, str]:
+        """The style attributes of a role's tensor boxes and the colour of its links, as
+        text, written once per drawing (the same text ``_attrs`` would give)."""
+        cached = self._role_cache.get(role)
+        if cached is None:
+            style = self.theme.role(role)
+            cached = (_attr_list(self._style(style)), _attr_list({"color": style.border}))
+            self._role_cache[role] = cached
+        return cached
+
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
-        style = self._style(self.theme.role(record.role))
+        style, link_colour = self._role_attrs(record.role)
         name = html_text(record.label)
         if compact:
             text = f"<B>{name}</B>"
-            if self.options.shapes and record.data is not None:
+            if self.options.shapes and not self.options.values:
+                value = html_text(_shape_line(record), None)
+                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
+            elif self.options.shapes and record.data is not None:
                 value = html_text(_value_line(record), None)
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             label = f"<{text}>"
         else:
-            label = "<" + _tensor_table(record, self.options.shapes) + ">"
+            label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
+        whole = tooltip(record.label) if compact else tooltip(record.label, record.grad_fn)
+        more = "" if whole is None else f" tooltip={dot_quote(whole)}"
         self.lines.append(
-            f"  {record.id} "
-            + _attrs(
-                id=f"{self.prefix}_{record.id}",
-                class_=f"gv_tensor gv_{record.role.value}",
-                shape="box",
-                label=label,
-                tooltip=tooltip(record.label) if compact else tooltip(record.label, record.grad_fn),
-                **style,
-            )
-            + ";"
+            f"  {record.id} [id={dot_quote(f'{self.prefix}_{record.id}')} "
+            f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} '
+            f"{style}];"
         )
         if record.node_id is None:
             return
-        link = _attrs(
-            id=f"{self.prefix}_l_{record.id}",
-            class_="gv_link",
-            style="dashed",
-            color=self.theme.role(record.role).border,
-            label=self._grad_label(self.options.link_labels.get(record.id)),
+        grad_label = self._grad_label(self.options.link_labels.get(record.id))
+        link = (
+            f"[id={dot_quote(f'{self.prefix}_l_{record.id}')} "
+            f'class="gv_link" style="dashed" {link_colour}'
+            + ("" if grad_label is None else f" label={grad_label}")
+            + "]"
         )
         if record.role is Role.LEAF and not record.is_root:
             # AccumulateGrad writes into the leaf's .grad: draw it flowing there.
@@ -330,15 +400,25 @@ def _value_line(record: TensorRecord) -> str:
     return f"{shape} · {shaped_text(record.data, 40)}"
 
 
-def _tensor_table(record: TensorRecord, shapes: bool) -> str:
+def _shape_line(record: TensorRecord) -> str:
+    """Shape and dtype from the record itself: no summary is computed."""
+    shape = "×".join(str(n) for n in record.shape) if record.shape else "scalar"
+    return f"{shape} {record.dtype}"
+
+
+def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> str:
     def row(key: str, value: str, limit: int | None = None) -> str:
         return (
             f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{key}</FONT></TD>'
             f'<TD ALIGN="LEFT">{html_text(value, limit)}</TD></TR>'
         )
 
-    data = "?" if record.data is None else record.data.text(40)
-    grad = "None" if record.grad is None else record.grad.text(40)
+    if not values:  # a structure-only drawing: no summary is computed
+        data, grad = _shape_line(record), "not shown"
+        shapes = False
+    else:
+        data = "?" if record.data is None else record.data.text(40)
+        grad = "None" if record.grad is None else record.grad.text(40)
     rows = [
         f'<TR><TD COLSPAN="2"><B>{html_text(record.label)}</B></TD></TR>',
         row("data", data),

@@ -3,16 +3,19 @@ keywords the public ``svg()``/``save()``/``to_dot()`` accept)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
+from gradviz.errors import InvalidInput
 from gradviz.render.theme import Theme, get_theme
 
 __all__ = ["RenderKeywords", "RenderOptions", "View"]
 
 View = Literal["backward", "combined", "forward"]
 
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _DIRECTIONS = {"TB": "TB", "LR": "LR", "top-down": "TB", "left-right": "LR", "BT": "BT", "RL": "RL"}
 
 
@@ -24,6 +27,9 @@ class RenderOptions:
     direction: str = "TB"
     saved: bool = False
     shapes: bool = True
+    # False: tensor boxes show shape and dtype but no values, so no tensor is summarized
+    # (a structure-only drawing reads no tensor values; gradviz.capture.ondemand)
+    values: bool = True
     legend: bool = True
     theme: Theme = field(default_factory=lambda: get_theme("default"))
     prefix: str | None = None  # SVG id prefix; the graph's own when None
@@ -51,6 +57,13 @@ class RenderOptions:
             made = replace(made, theme=get_theme(options["theme"]))
         if made.view not in ("backward", "combined", "forward"):
             raise ValueError(f"view must be 'backward', 'combined' or 'forward', not {made.view!r}")
+        if made.prefix is not None and (
+            type(made.prefix) is not str or _PREFIX.fullmatch(made.prefix) is None
+        ):
+            raise InvalidInput(
+                "prefix must be letters, digits, '_' or '-' (it starts every SVG id), "
+                f"not {made.prefix!r}"
+            )
         if made.direction not in _DIRECTIONS:
             raise ValueError(
                 f"direction must be one of {sorted(_DIRECTIONS)}, not {made.direction!r}"
@@ -68,6 +81,7 @@ class RenderKeywords(TypedDict, total=False):
     direction: str
     saved: bool
     shapes: bool
+    values: bool
     legend: bool
     theme: Theme | str
     prefix: str | None

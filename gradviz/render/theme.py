@@ -4,37 +4,63 @@ Each role keeps a light fill with dark text (legible on a projector) and its own
 style, so the roles stay apart in greyscale and for colour-blind viewers too.
 
 A custom theme is ``dataclasses.replace(gradviz.THEMES["default"], ...)`` (or a ``Theme``
-built whole). Its colours and widths go into DOT attributes and CSS as they are, so they
-are checked when the theme is made; legend labels are any text (escaped when drawn).
+built whole). Its colours, widths, style words and font go into DOT attributes, SVG and
+CSS as they are, so each is checked against a strict grammar when the theme is made (an
+``InvalidInput`` names the field); legend labels are any text (escaped when drawn). Values
+must be plain ``str`` / ``int`` / ``float``: a subclass could format itself differently
+from what was checked.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
+from gradviz.errors import InvalidInput
 from gradviz.model.values import Role
 
 __all__ = ["THEMES", "RoleStyle", "StepStyle", "Theme", "get_theme"]
 
-# What Graphviz and CSS both read as a colour: '#rgb' ... '#rrggbbaa', or a name ('white').
-_COLOUR = re.compile(r"#[0-9A-Fa-f]{3,8}|[A-Za-z][A-Za-z0-9]*")
-_STYLE_WORDS = re.compile(r"([a-z]+(,[a-z]+)*)?")
+# What Graphviz and CSS both read as a colour: '#rgb', '#rgba', '#rrggbb', '#rrggbbaa', or
+# a name ('white', 'gray50').
+_COLOUR = re.compile(
+    r"#(?:[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})|[A-Za-z][A-Za-z0-9]{0,31}"
+)
+# Graphviz node style words besides "filled" (which gradviz adds itself).
+STYLE_WORDS = frozenset(
+    ("bold", "dashed", "diagonals", "dotted", "invis", "radial", "rounded", "solid", "striped")
+)
+# Font family names, comma separated: 'Helvetica,Arial,sans-serif', 'DejaVu Sans'. No
+# quotes, brackets or semicolons: Graphviz writes the font into SVG without escaping it.
+_FONT = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}(?:, ?[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}){0,7}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}")
 
 
-def _check(owner: object, colours: tuple[str, ...], numbers: tuple[str, ...] = ()) -> None:
-    """Reject a theme value that is not a plain colour or number (it would be markup)."""
-    kind = type(owner).__name__
+def _fail(owner: object, name: str, wanted: str, value: object) -> InvalidInput:
+    return InvalidInput(f"{type(owner).__name__}.{name} must be {wanted}, not {value!r}")
+
+
+def _check(
+    owner: object,
+    colours: tuple[str, ...],
+    numbers: tuple[tuple[str, float, float], ...] = (),
+) -> None:
+    """Reject a theme value that is not a plain colour, or a number outside its range."""
     for name in colours:
         value = getattr(owner, name)
-        if not isinstance(value, str) or _COLOUR.fullmatch(value) is None:
-            raise ValueError(
-                f"{kind}.{name} must be a colour like '#1f4e99' or 'white', not {value!r}"
-            )
-    for name in numbers:
+        if type(value) is not str or _COLOUR.fullmatch(value) is None:
+            raise _fail(owner, name, "a colour like '#1f4e99' or 'white'", value)
+    for name, low, high in numbers:
         value = getattr(owner, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{kind}.{name} must be a number, not {value!r}")
+        if type(value) not in (int, float) or not (math.isfinite(value) and low <= value <= high):
+            raise _fail(owner, name, f"a number from {low:g} to {high:g}", value)
+
+
+def _check_text(owner: object, name: str, pattern: re.Pattern[str], wanted: str) -> None:
+    value = getattr(owner, name)
+    if type(value) is not str or pattern.fullmatch(value) is None:
+        raise _fail(owner, name, wanted, value)
 
 
 @dataclass(frozen=True)
@@ -46,14 +72,22 @@ class RoleStyle:
     legend: str
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``InvalidInput`` naming the first field that breaks its grammar."""
         _check(self, ("fill", "border", "text"))
-        if not isinstance(self.border_style, str) or not _STYLE_WORDS.fullmatch(self.border_style):
-            raise ValueError(
-                "RoleStyle.border_style must be Graphviz style words like 'dashed' or "
-                f"'bold,rounded', not {self.border_style!r}"
+        words = self.border_style
+        if type(words) is not str or not all(w in STYLE_WORDS for w in words.split(",") if words):
+            raise _fail(
+                self,
+                "border_style",
+                f"Graphviz style words like 'dashed' or 'bold,rounded' (from "
+                f"{', '.join(sorted(STYLE_WORDS))}), or ''",
+                words,
             )
-        if not isinstance(self.legend, str):
-            raise ValueError(f"RoleStyle.legend must be text, not {self.legend!r}")
+        if type(self.legend) is not str:
+            raise _fail(self, "legend", "text", self.legend)
 
 
 @dataclass(frozen=True)
@@ -68,8 +102,14 @@ class StepStyle:
     nonfinite_border: str  # dashed around where a NaN or Inf gradient first appeared
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``InvalidInput`` naming the first field that breaks its grammar."""
         _check(
-            self, ("active_border", "grad_text", "done_border"), ("active_width", "pending_opacity")
+            self,
+            ("active_border", "grad_text", "done_border", "nonfinite_border"),
+            (("active_width", 0.0, 50.0), ("pending_opacity", 0.0, 1.0)),
         )
 
 
@@ -88,14 +128,26 @@ class Theme:
     step: StepStyle
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``InvalidInput`` naming the first field that breaks its grammar; renderers
+        call it again, so a theme changed after it was made (``object.__setattr__``) is
+        caught before its values reach DOT, SVG or CSS."""
+        _check_text(self, "name", _NAME, "a short name of letters, digits, ' ', '.', '_', '-'")
         _check(self, ("background", "text", "edge", "edge_label"))
-        if not isinstance(self.font, str):
-            raise ValueError(f"Theme.font must be text, not {self.font!r}")
+        _check_text(
+            self,
+            "font",
+            _FONT,
+            "font family names like 'Helvetica,Arial,sans-serif' or 'DejaVu Sans'",
+        )
         for name in ("leaf", "constant", "branch", "node", "step"):
             value = getattr(self, name)
             wanted = StepStyle if name == "step" else RoleStyle
-            if not isinstance(value, wanted):
-                raise ValueError(f"Theme.{name} must be a {wanted.__name__}, not {value!r}")
+            if type(value) is not wanted:
+                raise _fail(self, name, f"a {wanted.__name__}", value)
+            value.check()
 
     def role(self, role: Role) -> RoleStyle:
         return {

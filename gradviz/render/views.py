@@ -10,7 +10,7 @@ import warnings
 
 from gradviz.errors import GradvizWarning
 from gradviz.model.graph import Graph
-from gradviz.render.dot import _DotWriter
+from gradviz.render.dot import _DotWriter, check_ids
 from gradviz.render.fold import fold_with_reason
 from gradviz.render.options import RenderOptions
 from gradviz.render.watched import forward_aware_dot
@@ -21,6 +21,7 @@ __all__ = ["to_dot"]
 def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
     """The whole graph as DOT text; deterministic for the same graph and options."""
     options = options or RenderOptions()
+    check_ids(graph)
     if options.fold:
         if options.view == "forward":
             raise ValueError("fold= draws the backward graph; use view='backward' with it")

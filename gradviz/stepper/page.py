@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import html
 import json
 import re
@@ -207,6 +208,7 @@ def stepper_payload(
         data["nav"] = _navigation(recording)
     data["search"] = _search_items(recording)
     has_forward = bool(recording.forward_ops)
+    theme.check()  # again: its values go into the stylesheets as they are
     scoped = step_css(theme, SCOPE)
     plain = step_css(theme)
     if extra:
@@ -311,6 +313,17 @@ def _script_safe_js(source: str) -> str:
     return source
 
 
+def content_security_policy(script: str) -> str:
+    """The page's policy: nothing from the network, and no script but ``script`` (by its
+    sha256), so markup that slipped into the page could not run even if it got there."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; "
+        f"script-src 'sha256-{digest}'; "
+        "style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'"
+    )
+
+
 COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+base64
 
 
@@ -372,20 +385,21 @@ def replay_html(
         fallback += " (a browser from 2023 or later).</p>"  # no second copy of a big graph
     else:
         fallback += "; the final step:</p>" + static_svg(payload)
+    script = f"\n{js}\nmountStandalone();\n"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:\">\n"
+        '<meta http-equiv="Content-Security-Policy" '
+        f'content="{content_security_policy(script)}">\n'
         f"<title>{html.escape(name)}</title>\n"
         f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
         "</head>\n<body>\n"
         f'<h1 style="font:600 16px sans-serif">{html.escape(name)}</h1>\n'
         f"<script {attributes}>{text}</script>\n"
         f"<noscript>{fallback}</noscript>\n"
-        f'<script type="module">\n{js}\nmountStandalone();\n</script>\n'
+        f'<script type="module">{script}</script>\n'
         "</body>\n</html>\n"
     )
 

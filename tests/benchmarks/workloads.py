@@ -24,7 +24,7 @@ class Workload:
     model: nn.Module | None = None  # the model, for peers that need one (torchlens)
     inputs: tuple[torch.Tensor, ...] = ()
     loss_of: Callable[[torch.Tensor], torch.Tensor] | None = None  # model output -> loss
-    kind: str = "model"  # "lesson", "model" or "synthetic"
+    kind: str = "model"  # "lesson", "model", "memory" or "synthetic"
 
     def zero_grad(self) -> None:
         if self.model is not None:
@@ -171,11 +171,30 @@ def build(set_name: str = "all") -> list[Workload]:
     work.append(
         Workload("GPT 6x256 seq32", lambda: gpt(ids).square().mean(), gpt, (ids,), _mean_sq)
     )
+    # memory: a .sum() loss sends a broadcast gradient; float16 leaves get float16 ones
+    work.append(_memory_case("memory: sum loss 4M", torch.zeros(1 << 22), lambda x: (x * 2).sum()))
+    work.append(
+        _memory_case(
+            "memory: float16 4M",
+            torch.zeros(1 << 22, dtype=torch.float16),
+            lambda x: (x * x).float().square().mean(),
+        )
+    )
     for size in (1000, 3000, 10000):
         work.append(Workload(f"synthetic {size}", synthetic(size), kind="synthetic"))
-    if set_name != "all":
-        work = [w for w in work if set_name.lower() in w.name.lower()]
+    if set_name != "all":  # one name, or several separated by commas
+        wanted = [part.strip().lower() for part in set_name.split(",") if part.strip()]
+        work = [w for w in work if any(part in w.name.lower() for part in wanted)]
     return work
+
+
+def _memory_case(
+    name: str, values: torch.Tensor, loss: Callable[[torch.Tensor], torch.Tensor]
+) -> Workload:
+    """One big leaf (a module's parameter, so zero_grad() clears it) and a cheap loss."""
+    holder = nn.Module()
+    holder.x = nn.Parameter(values)
+    return Workload(name, lambda: loss(holder.x), holder, kind="memory")
 
 
 def _mean_sq(out: torch.Tensor) -> torch.Tensor:
