@@ -109,6 +109,12 @@ def test_watch_around_a_training_loop_replays_the_recorded_pass() -> None:
     page = unpack_state(replay_html(looped))
     assert page["data"]["first"] == -len(names)
     assert len(page["data"]["forward"]) == len(names)
+    # where the recorded pass starts survives the JSON round trip (and its validation)
+    data = looped.graph.to_dict()
+    assert data["forward"]["first_replayed"] > 0
+    again = type(looped.graph).from_dict(data)
+    assert again.forward is not None
+    assert [op.name for op in again.forward.replayed] == names
 
 
 def test_views_can_be_left_out(small: Recording) -> None:
