@@ -173,6 +173,180 @@ class View {
   }
 }
 
+// -- the classroom (#17): the stage's height, key routing, presentation mode -----------------
+
+// The stage takes the window's height (less the toolbars), whatever the graph's own size:
+// the SVG is scaled to fit ("meet"), so a small graph fills the stage instead of a corner.
+function stageHeight(home) {
+  const natural = home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
+  const room = Math.max(240, (window.innerHeight || 800) - 150);
+  return `${Math.round(Math.max(Math.min(room, Math.max(natural, 0.75 * room)), 180))}px`;
+}
+
+// Keys reach a stepper without a click first: the document routes them to the stepper that
+// has the focus, else the one under the pointer, else the page's stepper (focused on load).
+// Buttons that become disabled (First, Last) drop the focus; the keys keep working.
+let keyTarget = null; // the stepper the keys go to when focus is nowhere in particular
+let hovered = null;
+const keyHandlers = new Map();
+function activate(root, focus = false) {
+  keyTarget = root;
+  if (focus && root) root.focus({ preventScroll: true });
+}
+function routeKeys(root, handler) {
+  keyHandlers.set(root, handler);
+  const enter = () => (hovered = root);
+  const leave = () => hovered === root && (hovered = null);
+  const take = () => activate(root);
+  root.addEventListener("pointerenter", enter);
+  root.addEventListener("pointerleave", leave);
+  root.addEventListener("focusin", take);
+  root.addEventListener("pointerdown", take);
+  if (keyHandlers.size === 1) document.addEventListener("keydown", dispatchKey);
+  return () => {
+    keyHandlers.delete(root);
+    if (keyTarget === root) keyTarget = null;
+    if (hovered === root) hovered = null;
+    if (!keyHandlers.size) document.removeEventListener("keydown", dispatchKey);
+  };
+}
+function dispatchKey(event) {
+  if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+  const focused = document.activeElement;
+  let target = null;
+  for (const root of keyHandlers.keys()) if (root.contains(focused)) target = root;
+  if (!target && hovered && keyHandlers.has(hovered)) target = hovered;
+  const idle = !focused || focused === document.body || focused === document.documentElement;
+  if (!target && idle && keyTarget && keyHandlers.has(keyTarget)) target = keyTarget;
+  if (!target) return;
+  keyHandlers.get(target)(event);
+  if (event.defaultPrevented) event.stopPropagation(); // JupyterLab must not act on it too
+}
+
+// Presentation mode: the "Present" button or F; the graph fills the screen with the
+// narration as a large caption; clickers (PageDown/PageUp, arrows, Space) step; B or "."
+// blanks the screen; Escape leaves. Also the text-size control, in every mode.
+const TEXT_SIZES = [1, 1.25, 1.5, 2];
+class Presenter {
+  constructor(root, tools, actions) {
+    this.root = root;
+    this.actions = actions;
+    this.caption = element("div", "gv-caption");
+    this.caption.setAttribute("aria-live", "polite");
+    root.append(this.caption);
+    this.button = button("Present", "Presentation mode: full screen, large caption (F; Esc leaves)", () =>
+      this.toggle(),
+    );
+    this.button.classList.add("gv-present-btn");
+    const sizeBox = element("label", "gv-textsize", "text ");
+    this.size = element("select", "gv-textsize-select");
+    this.size.title = "Text size";
+    for (const s of TEXT_SIZES) {
+      const o = element("option", "", `${Math.round(s * 100)}%`);
+      o.value = String(s);
+      this.size.append(o);
+    }
+    this.size.addEventListener("change", () => this.setTextScale(Number(this.size.value)));
+    sizeBox.append(this.size);
+    tools.append(sizeBox);
+    root.querySelector(".gv-toolbar").append(this.button);
+    this.onResize = () => actions.fit();
+    this.onFullscreen = () => {
+      if (!document.fullscreenElement && this.presenting()) this.leave();
+    };
+    document.addEventListener("fullscreenchange", this.onFullscreen);
+  }
+
+  presenting() {
+    return this.root.classList.contains("gv-present");
+  }
+
+  setTextScale(scale) {
+    this.root.style.setProperty("--gv-text-scale", String(scale));
+    this.size.value = String(scale);
+  }
+
+  enter() {
+    this.root.classList.add("gv-present");
+    this.root.focus({ preventScroll: true });
+    activate(this.root);
+    window.addEventListener("resize", this.onResize);
+    // real full screen where allowed (needs a user gesture); the fixed stage works without
+    if (this.root.requestFullscreen && !document.fullscreenElement) {
+      this.root.requestFullscreen().catch(() => {});
+    }
+    this.actions.fit();
+  }
+
+  leave() {
+    if (!this.presenting()) return;
+    this.root.classList.remove("gv-present", "gv-blank");
+    window.removeEventListener("resize", this.onResize);
+    if (document.fullscreenElement === this.root && document.exitFullscreen) {
+      document.exitFullscreen().catch(() => {});
+    }
+    this.actions.fit();
+  }
+
+  toggle() {
+    if (this.presenting()) this.leave();
+    else this.enter();
+  }
+
+  update(index) {
+    this.caption.textContent = this.actions.narration(index);
+  }
+
+  // The presentation keys; true when the key was used.
+  key(event) {
+    const k = event.key;
+    if (k === "f" || k === "F") return this.use(event, () => this.toggle());
+    if (!this.presenting()) return false;
+    const blank = this.root.classList.contains("gv-blank");
+    if (k === "+" || k === "=" || k === "-") {
+      const at = TEXT_SIZES.indexOf(Number(this.size.value));
+      const to = Math.min(Math.max(at + (k === "-" ? -1 : 1), 0), TEXT_SIZES.length - 1);
+      return this.use(event, () => this.setTextScale(TEXT_SIZES[to]));
+    }
+    if (k === "b" || k === "B" || k === ".") {
+      return this.use(event, () => this.root.classList.toggle("gv-blank"));
+    }
+    if (k === "Escape") {
+      return this.use(event, () => (blank ? this.root.classList.remove("gv-blank") : this.leave()));
+    }
+    const moves = {
+      PageDown: "next",
+      ArrowRight: "next",
+      ArrowDown: "next",
+      " ": "next",
+      Enter: "next",
+      PageUp: "prev",
+      ArrowLeft: "prev",
+      ArrowUp: "prev",
+      Backspace: "prev",
+      Home: "first",
+      End: "last",
+    };
+    const move = moves[k];
+    if (!move) return false;
+    return this.use(event, () => {
+      this.root.classList.remove("gv-blank");
+      this.actions[move]();
+    });
+  }
+
+  use(event, action) {
+    event.preventDefault();
+    action();
+    return true;
+  }
+
+  close() {
+    this.leave();
+    document.removeEventListener("fullscreenchange", this.onFullscreen);
+  }
+}
+
 // Mount a stepper into `el`; `model` is anywidget's model or the standalone page's stand-in.
 export function mount(el, model) {
   const svgs = model.get("svgs");
@@ -279,6 +453,16 @@ export function mount(el, model) {
   const views = new Map();
   let view = null;
   let shown = -1;
+  const presenter = new Presenter(root, tools, {
+    next: () => go(current() + 1),
+    prev: () => go(current() - 1),
+    first: () => go(start),
+    last: () => go(last),
+    fit: () => resetZoom(),
+    narration: (index) =>
+      String((index < 0 ? forward[index - start] : data.steps[index] || {})?.narration || ""),
+  });
+  cleanups.push(() => presenter.close());
 
   function current() {
     return Math.min(Math.max(Number(model.get("step")) || 0, start), last);
@@ -299,8 +483,7 @@ export function mount(el, model) {
     }
     root.dataset.view = name;
     canvas.replaceChildren(view.svg);
-    const natural = view.home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
-    canvas.style.height = `${Math.max(180, Math.min(natural + 8, 640))}px`;
+    canvas.style.height = stageHeight(view.home);
     view.showBox();
     shown = -1;
     render();
@@ -359,6 +542,7 @@ export function mount(el, model) {
     next.disabled = end.disabled = index === last;
     if (index < 0) fillForward(forward[index - start] || {});
     else fillPanel(data.steps[index] || {}, index);
+    if (presenter) presenter.update(index);
   }
 
   function go(index) {
@@ -454,10 +638,13 @@ export function mount(el, model) {
   cleanups.push(stopPlay);
 
   // -- keys --
-  root.addEventListener("keydown", (event) => {
+  const onKey = (event) => {
     const tag = event.target && event.target.tagName;
-    if (tag === "INPUT" || tag === "SELECT") return;
+    if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+    if (presenter.key(event)) return;
     const keys = {
+      PageDown: () => go(current() + 1),
+      PageUp: () => go(current() - 1),
       ArrowRight: () => go(current() + 1),
       ArrowDown: () => go(current() + 1),
       ArrowLeft: () => go(current() - 1),
@@ -470,7 +657,8 @@ export function mount(el, model) {
     if (!action || (event.key === " " && tag === "BUTTON")) return;
     event.preventDefault();
     action();
-  });
+  };
+  cleanups.push(routeKeys(root, onKey));
 
   // -- zoom and pan (viewBox only: the layout never changes) --
   function zoom(factor, cx, cy) {
@@ -633,6 +821,7 @@ export function mountStandalone(doc = document) {
     const host = element("div", "gv-host");
     script.after(host);
     mount(host, model);
+    if (!steppers.length) activate(host.querySelector(".gv-stepper"), true);
     steppers.push(model);
   }
   return steppers;
