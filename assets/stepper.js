@@ -347,6 +347,139 @@ class Presenter {
   }
 }
 
+// The tensor records' grad field during the replay: None until the leaf's AccumulateGrad
+// runs, then the value it wrote (c.grad None -> 36), as in the lectures' combined view.
+class GradFields {
+  constructor(updates) {
+    this.updates = updates;
+  }
+  apply(view, index) {
+    for (const u of this.updates) {
+      const box = view.byId.get(u.id);
+      if (!box) continue;
+      const texts = [...box.querySelectorAll("text")];
+      const key = texts.findIndex((t) => t.textContent === "grad");
+      if (key < 0 || key + 1 >= texts.length) continue;
+      const field = texts[key + 1];
+      field.textContent = index >= u.step ? u.after : u.before;
+      field.classList.toggle("gv-grad-new", index === u.step);
+    }
+  }
+}
+
+// Predict, then reveal: with the quiz on, each backward step first asks which node runs next
+// (click it) and, for scalar lessons, what gradient it sends; then it shows the step, grades
+// the answer against the recorded order and values, says why, and keeps the score.
+class Quiz {
+  constructor(root, tools, canvas, data, go) {
+    this.root = root;
+    this.data = data;
+    this.answers = data.quiz || [];
+    this.go = go;
+    this.on = false;
+    this.revealed = new Set();
+    this.asking = null; // the step asked about
+    this.choice = null;
+    this.score = { right: 0, asked: 0 };
+    const box = element("label", "gv-quizbox");
+    this.toggle = element("input", "gv-quiz-toggle");
+    this.toggle.type = "checkbox";
+    this.toggle.addEventListener("change", () => this.setOn(this.toggle.checked));
+    box.append(this.toggle, document.createTextNode(" quiz"));
+    tools.append(box);
+    this.card = element("div", "gv-quiz");
+    this.card.hidden = true;
+    this.prompt = element("div", "gv-quiz-prompt");
+    this.number = element("input", "gv-quiz-number");
+    this.number.type = "text";
+    this.number.inputMode = "decimal";
+    this.number.placeholder = "gradient it sends";
+    this.reveal = button("Reveal", "Show the step and grade the answer", () => this.grade());
+    this.reveal.classList.add("gv-quiz-reveal");
+    this.number.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") this.grade();
+    });
+    this.verdict = element("div", "gv-quiz-verdict");
+    this.tally = element("div", "gv-quiz-score");
+    this.card.append(this.prompt, this.number, this.reveal, this.verdict, this.tally);
+    root.insertBefore(this.card, root.querySelector(".gv-main"));
+    canvas.addEventListener("click", (event) => this.pick(event));
+  }
+
+  setOn(on) {
+    this.on = on;
+    this.toggle.checked = on;
+    this.card.hidden = !on;
+    this.root.classList.toggle("gv-quizzing", on);
+    if (!on) this.asking = null;
+    this.showScore();
+  }
+
+  // Called before every move: a step forward the student has not predicted becomes a question.
+  intercepts(from, to) {
+    if (!this.on || to !== from + 1 || to < 1 || this.revealed.has(to)) return false;
+    const answer = this.answers[to - 1];
+    if (!answer) return false;
+    this.asking = to;
+    this.choice = null;
+    this.prompt.textContent = `Step ${to}: which node runs next? Click it on the graph.`;
+    this.number.hidden = answer.value === null || answer.value === undefined;
+    this.number.value = "";
+    this.verdict.textContent = "";
+    this.root.dataset.quiz = "asking";
+    return true;
+  }
+
+  pick(event) {
+    if (this.asking === null) return;
+    const node = event.target.closest && event.target.closest("g.node[id]");
+    if (!node) return;
+    for (const e of this.root.querySelectorAll(".gv-quiz-choice")) e.classList.remove("gv-quiz-choice");
+    node.classList.add("gv-quiz-choice");
+    this.choice = node.id;
+    const label = node.querySelector("text");
+    this.prompt.textContent = `Step ${this.asking}: you chose ${label ? label.textContent : node.id}.`;
+    if (this.number.hidden) this.grade();
+    else this.number.focus();
+  }
+
+  grade() {
+    const step = this.asking;
+    if (step === null || this.choice === null) {
+      this.verdict.textContent = "Click the node you think runs next first.";
+      return;
+    }
+    const answer = this.answers[step - 1];
+    const nodeRight = this.choice === answer.node;
+    let valueRight = true;
+    let valueText = "";
+    if (!this.number.hidden) {
+      const given = Number(this.number.value.trim());
+      const want = answer.value;
+      valueRight = this.number.value.trim() !== "" && Math.abs(given - want) <= 1e-6 * Math.max(1, Math.abs(want));
+      valueText = valueRight ? ` It sends ${want}: right.` : ` It sends ${want}, not ${this.number.value.trim() || "(nothing)"}.`;
+    }
+    const right = nodeRight && valueRight;
+    this.score.asked += 1;
+    if (right) this.score.right += 1;
+    const ready = answer.ready.map((r) => `${r.type} (#${r.seq})`).join(", ");
+    const why =
+      `Ready then: ${ready}. The engine runs the ready node with the highest sequence number: ${answer.type}.`;
+    const narration = String((this.data.steps[step] || {}).narration || "");
+    this.verdict.textContent = `${nodeRight ? "Right node." : "Wrong node."}${valueText} ${why} ${narration}`;
+    this.root.dataset.quiz = right ? "right" : "wrong";
+    for (const e of this.root.querySelectorAll(".gv-quiz-choice")) e.classList.remove("gv-quiz-choice");
+    this.asking = null;
+    this.revealed.add(step);
+    this.showScore();
+    this.go(step);
+  }
+
+  showScore() {
+    this.tally.textContent = `score ${this.score.right} / ${this.score.asked}`;
+  }
+}
+
 // Mount a stepper into `el`; `model` is anywidget's model or the standalone page's stand-in.
 export function mount(el, model) {
   const svgs = model.get("svgs");
@@ -463,6 +596,8 @@ export function mount(el, model) {
       String((index < 0 ? forward[index - start] : data.steps[index] || {})?.narration || ""),
   });
   cleanups.push(() => presenter.close());
+  const grads = new GradFields(data.grads || []);
+  const quiz = new Quiz(root, tools, canvas, data, (index) => go(index));
 
   function current() {
     return Math.min(Math.max(Number(model.get("step")) || 0, start), last);
@@ -543,11 +678,13 @@ export function mount(el, model) {
     if (index < 0) fillForward(forward[index - start] || {});
     else fillPanel(data.steps[index] || {}, index);
     if (presenter) presenter.update(index);
+    if (grads) grads.apply(view, index);
   }
 
   function go(index) {
     const target = Math.min(Math.max(index, start), last);
     if (target === current()) return;
+    if (quiz.intercepts(current(), target)) return;
     model.set("step", target);
     model.save_changes();
     render();
@@ -640,7 +777,8 @@ export function mount(el, model) {
   // -- keys --
   const onKey = (event) => {
     const tag = event.target && event.target.tagName;
-    if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+    const box = tag === "INPUT" && event.target.type === "checkbox"; // keys still step
+    if ((tag === "INPUT" && !box) || tag === "SELECT" || tag === "TEXTAREA") return;
     if (presenter.key(event)) return;
     const keys = {
       PageDown: () => go(current() + 1),

@@ -80,3 +80,86 @@ def test_presentation_mode_fills_the_screen_and_clickers_step(tmp_path: Path) ->
         page.screenshot(path=str(tmp_path / "present.png"))
         page.keyboard.press("Escape")
         assert not errors, errors
+
+
+GRAD_FIELD = """([root, id]) => {
+  const box = root.querySelector('.gv-canvas svg [id="' + id + '"]');
+  const texts = [...box.querySelectorAll('text')];
+  return texts[texts.findIndex(t => t.textContent === 'grad') + 1].textContent;
+}"""
+
+CLICK_NODE = """([root, id]) => {
+  const node = root.querySelector('.gv-canvas svg [id="' + id + '"]');
+  node.querySelector('text, path, polygon').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+}"""
+
+
+def _watched_ten_ops() -> gradviz.Recording:
+    with gradviz.watch() as watching:
+        built = lesson("05-ten-ops").build()
+    return built.record(watching)
+
+
+def test_combined_view_grad_field_updates_when_accumulategrad_runs(tmp_path: Path) -> None:
+    recording = _watched_ten_ops()
+    built_c = next(t for t in recording.graph.tensors if t.name == "c")
+    accumulate = next(s for s in recording.steps if s.node_id == built_c.node_id)
+    assert accumulate.type_name == "AccumulateGrad"
+    page_file = recording.save(tmp_path / "replay.html", view="combined")
+    prefix = recording.graph.prefix
+    box = f"{prefix}_{built_c.id}"
+    with chromium(tmp_path / "profile") as context:
+        page, _, errors = open_local(context, page_file)
+        page.set_viewport_size({"width": 1600, "height": 900})
+        root = page.wait_for_selector(".gv-stepper")
+        if root.get_attribute("data-view") != "combined":
+            root.query_selector(".gv-view").select_option("combined")
+        seen = []
+        while root.get_attribute("data-step") != str(len(recording.steps)):
+            step = int(root.get_attribute("data-step") or "0")
+            if step >= 0:
+                seen.append((step, page.evaluate(GRAD_FIELD, [root, box])))
+            page.keyboard.press("PageDown")
+        seen.append((len(recording.steps), page.evaluate(GRAD_FIELD, [root, box])))
+        # the recorded step of c's AccumulateGrad is where the field changes: None -> c.grad
+        c = built_c.tensor
+        final = str(int(c.grad.item())) if c is not None else "36"
+        for step, text in seen:
+            assert text == ("None" if step < accumulate.index else final), (step, text)
+        assert not errors, errors
+
+
+def test_quiz_grades_against_the_recorded_order(tmp_path: Path) -> None:
+    built = lesson("05-ten-ops").build()
+    recording = gradviz.record(*built.roots, names=built.names)
+    prefix = recording.graph.prefix
+    page_file = recording.save(tmp_path / "replay.html")
+    order = [s.node_id for s in recording.steps]
+    with chromium(tmp_path / "profile") as context:
+        page, _, errors = open_local(context, page_file)
+        page.set_viewport_size({"width": 1600, "height": 900})
+        root = page.wait_for_selector(".gv-stepper")
+        root.query_selector(".gv-quiz-toggle").click()
+        # step 1, the right node and the right number (what the engine sent, from torch)
+        page.keyboard.press("PageDown")
+        assert root.get_attribute("data-step") == "0"  # asked first, not revealed
+        assert root.get_attribute("data-quiz") == "asking"
+        page.evaluate(CLICK_NODE, [root, f"{prefix}_{order[0]}"])
+        sent = next(g for g in recording.steps[0].grad_inputs if g is not None)
+        root.query_selector(".gv-quiz-number").fill(f"{float(sent):g}")
+        root.query_selector(".gv-quiz-reveal").click()
+        assert root.get_attribute("data-step") == "1"
+        assert root.get_attribute("data-quiz") == "right"
+        assert "highest sequence number" in root.query_selector(".gv-quiz-verdict").inner_text()
+        # step 2: a wrong node (the one that runs last)
+        page.keyboard.press("PageDown")
+        page.evaluate(CLICK_NODE, [root, f"{prefix}_{order[-1]}"])
+        root.query_selector(".gv-quiz-number").fill("0.5")
+        root.query_selector(".gv-quiz-reveal").click()
+        assert root.get_attribute("data-step") == "2"
+        assert root.get_attribute("data-quiz") == "wrong"
+        verdict = root.query_selector(".gv-quiz-verdict").inner_text()
+        assert "Wrong node" in verdict and recording.steps[1].type_name in verdict
+        assert root.query_selector(".gv-quiz-score").inner_text() == "score 1 / 2"
+        page.screenshot(path=str(tmp_path / "quiz.png"))
+        assert not errors, errors

@@ -593,6 +593,13 @@ def save_steps(recording: Recording, folder: Path, **options: Any) -> list[Path]
     return written
 
 
+def classroom_data(recording: Recording, prefix: str) -> dict[str, Any]:
+    """The classroom's keys (#17): ``grads`` (each leaf's .grad field per step) and ``quiz``."""
+    from gradviz.replay.classroom import grad_updates, quiz_answers
+
+    return {"grads": grad_updates(recording, prefix), "quiz": quiz_answers(recording, prefix)}
+
+
 def replay_data(
     recording: Recording,
     prefix: str | None = None,
@@ -614,6 +621,7 @@ def replay_data(
         "schedule": _schedule(recording, prefix, born, depths),
         "steps": steps,
     }
+    data.update(classroom_data(recording, prefix))
     count = len(recording.forward_ops)
     if count:
         data["first"] = -count
