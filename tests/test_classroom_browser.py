@@ -163,3 +163,23 @@ def test_quiz_grades_against_the_recorded_order(tmp_path: Path) -> None:
         assert root.query_selector(".gv-quiz-score").inner_text() == "score 1 / 2"
         page.screenshot(path=str(tmp_path / "quiz.png"))
         assert not errors, errors
+
+
+HIDDEN_FUTURE = """root => [...root.querySelectorAll('.gv-canvas svg .gv_future')].map(e => {
+  const s = getComputedStyle(e);
+  return s.visibility === 'hidden' || Number(s.opacity) === 0;
+})"""
+
+
+def test_forward_frames_grow_the_graph_without_a_ghost(tmp_path: Path) -> None:
+    recording = _watched_ten_ops()
+    page_file = recording.save(tmp_path / "replay.html")
+    with chromium(tmp_path / "profile") as context:
+        page, _, errors = open_local(context, page_file)
+        root = page.wait_for_selector(".gv-stepper")
+        assert int(root.get_attribute("data-step") or "0") == -len(recording.forward_ops)
+        for _ in range(3):
+            hidden = page.evaluate(HIDDEN_FUTURE, root)
+            assert hidden and all(hidden)  # not made yet: not drawn at all
+            page.keyboard.press("PageDown")
+        assert not errors, errors

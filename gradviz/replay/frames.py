@@ -493,11 +493,12 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
 
 
 def forward_css(theme: Theme, scope: str = "") -> str:
-    """How forward frames look: elements not made yet ghosted, the op just run outlined."""
+    """How forward frames look: the graph grows op by op (elements not made yet are not drawn,
+    not even as a faded ghost), the op just run outlined."""
     step = theme.step
     s = f"{scope} " if scope else ""
     return (
-        f"{s}.gv_future{{opacity:0.07}}"
+        f"{s}.gv_future{{opacity:0;visibility:hidden}}"
         f"{s}.gv_future .gv_grad{{visibility:hidden}}"
         f"{s}.gv_born{{opacity:1}}"
         f"{s}.gv_born>path,{s}.gv_born>polygon,{s}.gv_born>ellipse{{stroke:{step.active_border};"
