@@ -63,7 +63,7 @@ def quiz_answers(recording: Recording, prefix: str) -> list[dict[str, Any]]:
     ready = {n for n, count in waits.items() if count == 0}
     answers = []
     for step in recording.steps:
-        first = sorted(ready, key=lambda n: -graph.node(n).sequence_nr)[:MAX_READY]
+        first = sorted(ready, key=lambda n: (-graph.node(n).sequence_nr, n))[:MAX_READY]
         sent = step.leaf_grad_after if step.type_name == "AccumulateGrad" else None
         if sent is None:  # the first gradient it sends on
             sent = next((g for g in step.grad_inputs if g is not None), None)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
@@ -70,7 +72,8 @@ def save_pdf(recording: Recording, path: Path, **options: Any) -> Path:
     from reportlab.pdfgen import canvas
     from reportlab.platypus import Paragraph
 
-    pdf = canvas.Canvas(str(path), pagesize=(PAGE_WIDTH, PAGE_HEIGHT))
+    # invariant: no date or random id inside, so the same replay gives the same bytes
+    pdf = canvas.Canvas(str(path), pagesize=(PAGE_WIDTH, PAGE_HEIGHT), invariant=True)
     pdf.setTitle(visible_text(f"gradviz replay: {path.stem}"))
     caption = ParagraphStyle("caption", fontName="Helvetica", fontSize=14, leading=18)
     box_width = PAGE_WIDTH - 2 * MARGIN
@@ -122,8 +125,27 @@ def save_pptx(recording: Recording, path: Path, **options: Any) -> Path:
             Emu(_emu(height * scale)),
         )
         page.notes_slide.notes_text_frame.text = visible_text(f"{slide.title}\n{slide.narration}")
-    deck.save(str(path))
+    fixed = datetime(2000, 1, 1)  # the same replay gives the same bytes
+    deck.core_properties.created = deck.core_properties.modified = fixed
+    deck.core_properties.last_printed = fixed
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    path.write_bytes(_dated(buffer.getvalue()))
     return path
+
+
+def _dated(archive: bytes) -> bytes:
+    """The zip again with one fixed date on every member (zipfile stamps the clock)."""
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(archive)) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for info in source.infolist():
+            member = zipfile.ZipInfo(info.filename, date_time=(2000, 1, 1, 0, 0, 0))
+            member.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(member, source.read(info))
+    return out.getvalue()
 
 
 def _emu(points: float) -> int:
