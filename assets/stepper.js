@@ -215,6 +215,9 @@ function dispatchKey(event) {
   const focused = document.activeElement;
   let target = null;
   for (const root of keyHandlers.keys()) if (root.contains(focused)) target = root;
+  const typing =
+    focused && (focused.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focused.tagName));
+  if (!target && typing) return; // a notebook cell being edited keeps its keys
   if (!target && hovered && keyHandlers.has(hovered)) target = hovered;
   const idle = !focused || focused === document.body || focused === document.documentElement;
   if (!target && idle && keyTarget && keyHandlers.has(keyTarget)) target = keyTarget;
