@@ -465,7 +465,7 @@ class Quiz {
     const right = nodeRight && valueRight;
     this.score.asked += 1;
     if (right) this.score.right += 1;
-    const ready = answer.ready.map((r) => `${r.type} (#${r.seq})`).join(", ");
+    const ready = answer.ready.map((r) => `${r.type} (seq ${r.seq})`).join(", ");
     const why =
       `Ready then: ${ready}. The engine runs the ready node with the highest sequence number: ${answer.type}.`;
     const narration = String((this.data.steps[step] || {}).narration || "");

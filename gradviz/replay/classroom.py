@@ -61,6 +61,9 @@ def quiz_answers(recording: Recording, prefix: str) -> list[dict[str, Any]]:
             sends_to[edge.src].add(edge.dst)
             waits[edge.dst] += 1
     ready = {n for n, count in waits.items() if count == 0}
+    # sequence numbers count every node the process ever made: shown from the graph's first
+    numbers = [graph.node(n).sequence_nr for n in recorded]
+    base = min((q for q in numbers if q < 2**63), default=0)
     answers = []
     for step in recording.steps:
         first = sorted(ready, key=lambda n: (-graph.node(n).sequence_nr, n))[:MAX_READY]
@@ -75,7 +78,7 @@ def quiz_answers(recording: Recording, prefix: str) -> list[dict[str, Any]]:
                     {
                         "node": f"{prefix}_{n}",
                         "type": graph.node(n).type_name,
-                        "seq": _seq_text(graph.node(n).sequence_nr),
+                        "seq": _seq_text(graph.node(n).sequence_nr, base),
                     }
                     for n in first
                 ],
@@ -90,6 +93,7 @@ def quiz_answers(recording: Recording, prefix: str) -> list[dict[str, Any]]:
     return answers
 
 
-def _seq_text(sequence_nr: int) -> str:
-    """AccumulateGrad's number is 2**64 - 1: the engine runs it as soon as it is ready."""
-    return "max (2^64-1)" if sequence_nr >= 2**63 else str(sequence_nr)
+def _seq_text(sequence_nr: int, base: int) -> str:
+    """The number relative to the graph's first node ("+0", "+3"; only the order matters);
+    AccumulateGrad's is 2**64 - 1: the engine runs it as soon as it is ready."""
+    return "max (2^64-1)" if sequence_nr >= 2**63 else f"+{sequence_nr - base}"
