@@ -537,6 +537,203 @@ class Minimap {
   }
 }
 
+// -- the classroom (#17): the stage's height, key routing, presentation mode -----------------
+
+// The stage takes the window's height (less the toolbars), whatever the graph's own size:
+// the SVG is scaled to fit ("meet"), so a small graph fills the stage instead of a corner.
+function stageHeight(home) {
+  const natural = home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
+  const room = Math.max(240, (window.innerHeight || 800) - 150);
+  return `${Math.round(Math.max(Math.min(room, Math.max(natural, 0.75 * room)), 180))}px`;
+}
+
+// Keys reach a stepper without a click first: the document routes them to the stepper that
+// has the focus, else the one under the pointer, else the page's stepper (focused on load).
+// Buttons that become disabled (First, Last) drop the focus; the keys keep working.
+let keyTarget = null; // the stepper the keys go to when focus is nowhere in particular
+let hovered = null;
+const keyHandlers = new Map();
+function activate(root, focus = false) {
+  keyTarget = root;
+  if (focus && root) root.focus({ preventScroll: true });
+}
+function routeKeys(root, handler) {
+  keyHandlers.set(root, handler);
+  const enter = () => (hovered = root);
+  const leave = () => hovered === root && (hovered = null);
+  const take = () => activate(root);
+  root.addEventListener("pointerenter", enter);
+  root.addEventListener("pointerleave", leave);
+  root.addEventListener("focusin", take);
+  root.addEventListener("pointerdown", take);
+  if (keyHandlers.size === 1) document.addEventListener("keydown", dispatchKey);
+  return () => {
+    keyHandlers.delete(root);
+    if (keyTarget === root) keyTarget = null;
+    if (hovered === root) hovered = null;
+    if (!keyHandlers.size) document.removeEventListener("keydown", dispatchKey);
+  };
+}
+function dispatchKey(event) {
+  if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+  const focused = document.activeElement;
+  let target = null;
+  for (const root of keyHandlers.keys()) if (root.contains(focused)) target = root;
+  const typing =
+    focused && (focused.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focused.tagName));
+  if (!target && typing) return; // a notebook cell being edited keeps its keys
+  if (!target && hovered && keyHandlers.has(hovered)) target = hovered;
+  const idle = !focused || focused === document.body || focused === document.documentElement;
+  if (!target && idle && keyTarget && keyHandlers.has(keyTarget)) target = keyTarget;
+  if (!target) return;
+  keyHandlers.get(target)(event);
+  if (event.defaultPrevented) event.stopPropagation(); // JupyterLab must not act on it too
+}
+
+// Presentation mode: the "Present" button or F; the graph fills the screen with the
+// narration as a large caption; clickers (PageDown/PageUp, arrows, Space) step; B or "."
+// blanks the screen; Escape leaves. Also the text-size control, in every mode.
+const TEXT_SIZES = [1, 1.25, 1.5, 2];
+class Presenter {
+  constructor(root, tools, actions) {
+    this.root = root;
+    this.actions = actions;
+    this.caption = element("div", "gv-caption");
+    this.caption.setAttribute("aria-live", "polite");
+    root.append(this.caption);
+    this.button = button("Present", "Presentation mode: full screen, large caption (F; Esc leaves)", () =>
+      this.toggle(),
+    );
+    this.button.classList.add("gv-present-btn");
+    const sizeBox = element("label", "gv-textsize", "text ");
+    this.size = element("select", "gv-textsize-select");
+    this.size.title = "Text size";
+    for (const s of TEXT_SIZES) {
+      const o = element("option", "", `${Math.round(s * 100)}%`);
+      o.value = String(s);
+      this.size.append(o);
+    }
+    this.size.addEventListener("change", () => this.setTextScale(Number(this.size.value)));
+    sizeBox.append(this.size);
+    tools.append(sizeBox);
+    root.querySelector(".gv-toolbar").append(this.button);
+    this.onResize = () => actions.fit();
+    this.onFullscreen = () => {
+      if (!document.fullscreenElement && this.presenting()) this.leave();
+    };
+    document.addEventListener("fullscreenchange", this.onFullscreen);
+  }
+
+  presenting() {
+    return this.root.classList.contains("gv-present");
+  }
+
+  setTextScale(scale) {
+    this.root.style.setProperty("--gv-text-scale", String(scale));
+    this.size.value = String(scale);
+  }
+
+  enter() {
+    this.root.classList.add("gv-present");
+    this.root.focus({ preventScroll: true });
+    activate(this.root);
+    window.addEventListener("resize", this.onResize);
+    // real full screen where allowed (needs a user gesture); the fixed stage works without
+    if (this.root.requestFullscreen && !document.fullscreenElement) {
+      this.root.requestFullscreen().catch(() => {});
+    }
+    this.actions.fit();
+  }
+
+  leave() {
+    if (!this.presenting()) return;
+    this.root.classList.remove("gv-present", "gv-blank");
+    window.removeEventListener("resize", this.onResize);
+    if (document.fullscreenElement === this.root && document.exitFullscreen) {
+      document.exitFullscreen().catch(() => {});
+    }
+    this.actions.fit();
+  }
+
+  toggle() {
+    if (this.presenting()) this.leave();
+    else this.enter();
+  }
+
+  update(index) {
+    this.caption.textContent = this.actions.narration(index);
+  }
+
+  // The presentation keys; true when the key was used.
+  key(event) {
+    const k = event.key;
+    if (k === "f" || k === "F") return this.use(event, () => this.toggle());
+    if (!this.presenting()) return false;
+    const blank = this.root.classList.contains("gv-blank");
+    if (k === "+" || k === "=" || k === "-") {
+      const at = TEXT_SIZES.indexOf(Number(this.size.value));
+      const to = Math.min(Math.max(at + (k === "-" ? -1 : 1), 0), TEXT_SIZES.length - 1);
+      return this.use(event, () => this.setTextScale(TEXT_SIZES[to]));
+    }
+    if (k === "b" || k === "B" || k === ".") {
+      return this.use(event, () => this.root.classList.toggle("gv-blank"));
+    }
+    if (k === "Escape") {
+      return this.use(event, () => (blank ? this.root.classList.remove("gv-blank") : this.leave()));
+    }
+    const moves = {
+      PageDown: "next",
+      ArrowRight: "next",
+      ArrowDown: "next",
+      " ": "next",
+      Enter: "next",
+      PageUp: "prev",
+      ArrowLeft: "prev",
+      ArrowUp: "prev",
+      Backspace: "prev",
+      Home: "first",
+      End: "last",
+    };
+    const move = moves[k];
+    if (!move) return false;
+    return this.use(event, () => {
+      this.root.classList.remove("gv-blank");
+      this.actions[move]();
+    });
+  }
+
+  use(event, action) {
+    event.preventDefault();
+    action();
+    return true;
+  }
+
+  close() {
+    this.leave();
+    document.removeEventListener("fullscreenchange", this.onFullscreen);
+  }
+}
+
+// The tensor records' grad field during the replay: None until the leaf's AccumulateGrad
+// runs, then the value it wrote (c.grad None -> 36), as in the lectures' combined view.
+class GradFields {
+  constructor(updates) {
+    this.updates = updates;
+  }
+  apply(view, index) {
+    for (const u of this.updates) {
+      const box = view.byId.get(u.id);
+      if (!box) continue;
+      const texts = [...box.querySelectorAll("text")];
+      const key = texts.findIndex((t) => t.textContent === "grad");
+      if (key < 0 || key + 1 >= texts.length) continue;
+      const field = texts[key + 1];
+      field.textContent = index >= u.step ? u.after : u.before;
+      field.classList.toggle("gv-grad-new", index === u.step);
+    }
+  }
+}
+
 // The search box: matches nodes by type, module and tensor names (data.search: [node, text]).
 class Search {
   constructor(items, onFind) {
@@ -611,6 +808,119 @@ class ModuleNav {
       while (j > 1 && prev !== undefined && inner(j - 1) === prev) j--;
     }
     return j;
+  }
+}
+
+// Predict, then reveal: with the quiz on, each backward step first asks which node runs next
+// (click it) and, for scalar lessons, what gradient it sends; then it shows the step, grades
+// the answer against the recorded order and values, says why, and keeps the score.
+class Quiz {
+  constructor(root, tools, canvas, data, go) {
+    this.root = root;
+    this.data = data;
+    this.answers = data.quiz || [];
+    this.go = go;
+    this.on = false;
+    this.revealed = new Set();
+    this.asking = null; // the step asked about
+    this.choice = null;
+    this.score = { right: 0, asked: 0 };
+    const box = element("label", "gv-quizbox");
+    this.toggle = element("input", "gv-quiz-toggle");
+    this.toggle.type = "checkbox";
+    this.toggle.addEventListener("change", () => this.setOn(this.toggle.checked));
+    box.append(this.toggle, document.createTextNode(" quiz"));
+    tools.append(box);
+    this.card = element("div", "gv-quiz");
+    this.card.hidden = true;
+    this.prompt = element("div", "gv-quiz-prompt");
+    this.number = element("input", "gv-quiz-number");
+    this.number.type = "text";
+    this.number.inputMode = "decimal";
+    this.number.placeholder = "gradient it sends";
+    this.reveal = button("Reveal", "Show the step and grade the answer", () => this.grade());
+    this.reveal.classList.add("gv-quiz-reveal");
+    this.number.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") this.grade();
+    });
+    this.verdict = element("div", "gv-quiz-verdict");
+    this.tally = element("div", "gv-quiz-score");
+    this.card.append(this.prompt, this.number, this.reveal, this.verdict, this.tally);
+    root.insertBefore(this.card, root.querySelector(".gv-main"));
+    canvas.addEventListener("click", (event) => this.pick(event));
+  }
+
+  setOn(on) {
+    this.on = on;
+    this.toggle.checked = on;
+    this.card.hidden = !on;
+    this.root.classList.toggle("gv-quizzing", on);
+    if (!on) this.asking = null;
+    this.showScore();
+  }
+
+  // Called before every move: a step forward the student has not predicted becomes a question.
+  intercepts(from, to) {
+    if (!this.on || to !== from + 1 || to < 1 || this.revealed.has(to)) return false;
+    const answer = this.answers[to - 1];
+    if (!answer) return false;
+    this.asking = to;
+    this.choice = null;
+    this.prompt.textContent = `Step ${to}: which node runs next? Click it on the graph.`;
+    this.number.hidden = answer.value === null || answer.value === undefined;
+    this.number.value = "";
+    this.verdict.textContent = "";
+    this.root.dataset.quiz = "asking";
+    return true;
+  }
+
+  pick(event) {
+    if (this.asking === null) return;
+    const node = event.target.closest && event.target.closest("g.node[id]");
+    if (!node) return;
+    for (const e of this.root.querySelectorAll(".gv-quiz-choice")) e.classList.remove("gv-quiz-choice");
+    node.classList.add("gv-quiz-choice");
+    this.choice = node.id;
+    const label = node.querySelector("text");
+    this.prompt.textContent = `Step ${this.asking}: you chose ${label ? label.textContent : node.id}.`;
+    if (this.number.hidden) this.grade();
+    else this.number.focus();
+  }
+
+  grade() {
+    const step = this.asking;
+    if (step === null || this.choice === null) {
+      this.verdict.textContent = "Click the node you think runs next first.";
+      return;
+    }
+    const answer = this.answers[step - 1];
+    const nodeRight = this.choice === answer.node;
+    let valueRight = true;
+    let valueText = "";
+    if (!this.number.hidden) {
+      const given = Number(this.number.value.trim());
+      const want = answer.value;
+      valueRight = this.number.value.trim() !== "" && Math.abs(given - want) <= 1e-6 * Math.max(1, Math.abs(want));
+      valueText = valueRight ? ` It sends ${want}: right.` : ` It sends ${want}, not ${this.number.value.trim() || "(nothing)"}.`;
+    }
+    const right = nodeRight && valueRight;
+    this.score.asked += 1;
+    if (right) this.score.right += 1;
+    const ready = answer.ready.map((r) => `${r.type} (seq ${r.seq})`).join(", ");
+    const why =
+      `Ready then: ${ready}. The engine runs the ready node with the highest sequence number: ${answer.type}.`;
+    const narration = String((this.data.steps[step] || {}).narration || "");
+    this.verdict.textContent = `${nodeRight ? "Right node." : "Wrong node."}${valueText} ${why} ${narration}`;
+    this.root.dataset.quiz = right ? "right" : "wrong";
+    for (const e of this.root.querySelectorAll(".gv-quiz-choice")) e.classList.remove("gv-quiz-choice");
+    this.asking = null;
+    this.revealed.add(step);
+    this.showScore();
+    this.go(step);
+  }
+
+  showScore() {
+    this.tally.textContent = `score ${this.score.right} / ${this.score.asked}`;
   }
 }
 
@@ -715,7 +1025,7 @@ export function mount(el, model) {
   const zoomOut = button("−", "Zoom out", () => zoom(1.25, undefined, undefined, true));
   const fit = button("Fit", "Fit the graph to the view", () => resetZoom());
   fit.classList.add("gv-fit");
-  const followButton = button("Follow", "The view follows the active node (f); moving the view by hand pauses it", () => setFollow(!camera.following));
+  const followButton = button("Follow", "The view follows the active node (c); moving the view by hand pauses it", () => setFollow(!camera.following));
   followButton.classList.add("gv-follow");
   const search = new Search(data.search, (matches, at) => found(matches, at));
   const download = button("Download SVG", "Download this step as SVG", () => downloadSvg());
@@ -807,6 +1117,18 @@ export function mount(el, model) {
     if (ran !== null && ran !== undefined && ran !== current()) go(ran);
     else if (e) camera.focus(view.geometry, e, []);
   }
+  const presenter = new Presenter(root, tools, {
+    next: () => go(current() + 1),
+    prev: () => go(current() - 1),
+    first: () => go(start),
+    last: () => go(last),
+    fit: () => resetZoom(),
+    narration: (index) =>
+      String((index < 0 ? forward[index - start] : data.steps[index] || {})?.narration || ""),
+  });
+  cleanups.push(() => presenter.close());
+  const grads = new GradFields(data.grads || []);
+  const quiz = new Quiz(root, tools, canvas, data, (index) => go(index));
 
   function current() {
     return Math.min(Math.max(Number(model.get("step")) || 0, start), last);
@@ -840,8 +1162,7 @@ export function mount(el, model) {
     }
     root.dataset.view = name;
     canvas.replaceChildren(view.svg);
-    const natural = view.home.h * (4 / 3); // Graphviz sizes in pt; CSS px are 3/4 pt
-    canvas.style.height = `${Math.max(180, Math.min(natural + 8, 640))}px`;
+    canvas.style.height = stageHeight(view.home);
     camera.size = null; // measured again once, for this height
     view.showBox();
     camera.start(view);
@@ -907,11 +1228,14 @@ export function mount(el, model) {
     next.disabled = end.disabled = index === last;
     if (index < 0) fillForward(forward[index - start] || {});
     else fillPanel(data.steps[index] || {}, index);
+    if (presenter) presenter.update(index);
+    if (grads) grads.apply(view, index);
   }
 
   function go(index) {
     const target = Math.min(Math.max(index, start), last);
     if (target === current()) return;
+    if (quiz.intercepts(current(), target)) return;
     model.set("step", target);
     model.save_changes();
     render();
@@ -1002,10 +1326,14 @@ export function mount(el, model) {
   cleanups.push(stopPlay);
 
   // -- keys --
-  root.addEventListener("keydown", (event) => {
+  const onKey = (event) => {
     const tag = event.target && event.target.tagName;
-    if (tag === "INPUT" || tag === "SELECT") return;
+    const box = tag === "INPUT" && event.target.type === "checkbox"; // keys still step
+    if ((tag === "INPUT" && !box) || tag === "SELECT" || tag === "TEXTAREA") return;
+    if (presenter.key(event)) return;
     const keys = {
+      PageDown: () => go(current() + 1),
+      PageUp: () => go(current() - 1),
       ArrowRight: () => go(current() + 1),
       ArrowDown: () => go(current() + 1),
       ArrowLeft: () => go(current() - 1),
@@ -1015,14 +1343,15 @@ export function mount(el, model) {
       o: () => go(nav.past(current(), 0, last)),
       u: () => go(nav.past(current(), 1, last)),
       b: () => go(nav.back(current(), start)),
-      f: () => setFollow(!camera.following),
+      c: () => setFollow(!camera.following), // F presents (Presenter.key)
       " ": () => toggle(),
     };
     const action = keys[event.key];
     if (!action || (event.key === " " && tag === "BUTTON")) return;
     event.preventDefault();
     action();
-  });
+  };
+  cleanups.push(routeKeys(root, onKey));
 
   // -- zoom and pan (viewBox only: the layout never changes) --
   function zoom(factor, cx, cy, byHand) {
@@ -1206,6 +1535,7 @@ export async function mountStandalone(doc = document) {
     const text = script.dataset.encoding === "gzip+base64" ? await inflate(script.textContent) : script.textContent;
     const model = new LocalModel(JSON.parse(text));
     mount(host, model);
+    if (!steppers.length) activate(host.querySelector(".gv-stepper"), true);
     steppers.push(model);
   }
   return steppers;

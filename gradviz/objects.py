@@ -164,7 +164,9 @@ class Recording(_recording.Recording):
 
     def save(self, path: str | Path, **options: Any) -> Path:
         """.svg (the last step), .html (the offline stepper; also ``title=``), .json (the
-        steps as data); the other keywords are render options."""
+        steps as data), .pdf (one page per frame, the narration as a caption) or .pptx (one
+        slide per frame, the narration in the speaker notes); the other keywords are render
+        options."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         suffix = target.suffix.lower()
@@ -174,8 +176,13 @@ class Recording(_recording.Recording):
             atomic_write(target, self.svg(**options))
         elif suffix == ".html":
             atomic_write(target, replay_html(self, **options))
+        elif suffix in (".pdf", ".pptx"):
+            from gradviz.replay import slides
+
+            write = slides.save_pdf if suffix == ".pdf" else slides.save_pptx
+            write(self, target, **options)
         else:
-            raise ValueError(f"cannot save {target.name!r}: use .svg, .html or .json")
+            raise ValueError(f"cannot save {target.name!r}: use .svg, .html, .json, .pdf or .pptx")
         return target
 
     def _repr_mimebundle_(

@@ -35,6 +35,7 @@ def test_demo_renders_every_lesson_identically_twice(tmp_path: Path) -> None:
         for view in ("forward", "backward", "combined", "combined-watched"):
             assert f"{item.slug}/{view}.svg" in first
         assert f"{item.slug}/replay.html" in first
+        assert {f"{item.slug}/replay.pdf", f"{item.slug}/replay.pptx"} <= set(first)
         assert f"{item.slug}/steps/step-000.svg" in first
         assert any(item.slug in line for line in lines), "progress names every lesson"
     index = (tmp_path / "one" / "index.html").read_text()

@@ -39,6 +39,7 @@ examples:
   gradviz render model.py --steps --html       # plus one SVG per step and an offline replay
   gradviz render model.py --format png --theme colorblind --direction left-right
   gradviz render train.py --call 1 --html      # the first backward() of a training loop
+  gradviz render model.py --pdf --pptx         # lecture slides: one page/slide per frame
   gradviz render train.py --collapse-depth 1 --format png --max-size 1920
   gradviz demo out/                            # the built-in lessons and a gallery
 """
@@ -108,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     render.add_argument("--steps", action="store_true", help="also one SVG per backward step")
     render.add_argument("--html", action="store_true", help="also an offline HTML replay")
+    render.add_argument(
+        "--pdf", action="store_true", help="also lecture slides: one PDF page per frame"
+    )
+    render.add_argument(
+        "--pptx", action="store_true", help="also a PowerPoint deck: one slide per frame"
+    )
     render.add_argument("--theme", choices=sorted(THEMES), default="default")
     render.add_argument("--direction", choices=("top-down", "left-right"), default="top-down")
     demo = commands.add_parser("demo", help="render the built-in lessons and a gallery")
@@ -150,7 +157,7 @@ def _render(args: argparse.Namespace) -> int:
         args.out = writable_folder(args.out)
     except OutputError as error:
         raise CliError(str(error)) from None
-    if args.format != "json" or args.steps or args.html:
+    if args.format != "json" or args.steps or args.html or args.pdf or args.pptx:
         _check_graphviz()
     started = time.perf_counter()
     _say(f"==> running {script}")
@@ -317,6 +324,10 @@ def _write(recording: Recording, args: argparse.Namespace, stem: str) -> list[Pa
         written += recording.save_steps(out / f"{stem}-steps", **views)
     if args.html:
         written.append(recording.save(out / f"{stem}.html", **look))
+    for suffix in ("pdf", "pptx"):
+        if getattr(args, suffix):
+            _say(f"==> slides: one {suffix.upper()} page per frame")
+            written.append(recording.save(out / f"{stem}-slides.{suffix}", **views))
     return written
 
 

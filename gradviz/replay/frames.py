@@ -498,11 +498,12 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
 
 
 def forward_css(theme: Theme, scope: str = "") -> str:
-    """How forward frames look: elements not made yet ghosted, the op just run outlined."""
+    """How forward frames look: the graph grows op by op (elements not made yet are not drawn,
+    not even as a faded ghost), the op just run outlined."""
     step = theme.step
     s = f"{scope} " if scope else ""
     return (
-        f"{s}.gv_future{{opacity:0.07}}"
+        f"{s}.gv_future{{opacity:0;visibility:hidden}}"
         f"{s}.gv_future .gv_grad{{visibility:hidden}}"
         f"{s}.gv_born{{opacity:1}}"
         f"{s}.gv_born>path,{s}.gv_born>polygon,{s}.gv_born>ellipse{{stroke:{step.active_border};"
@@ -626,6 +627,13 @@ def save_steps(recording: Recording, folder: Path, **options: Any) -> list[Path]
     return written
 
 
+def classroom_data(recording: Recording, prefix: str) -> dict[str, Any]:
+    """The classroom's keys (#17): ``grads`` (each leaf's .grad field per step) and ``quiz``."""
+    from gradviz.replay.classroom import grad_updates, quiz_answers
+
+    return {"grads": grad_updates(recording, prefix), "quiz": quiz_answers(recording, prefix)}
+
+
 def replay_data(
     recording: Recording,
     prefix: str | None = None,
@@ -650,6 +658,7 @@ def replay_data(
         "schedule": _schedule(recording, prefix, born, depths),
         "steps": steps,
     }
+    data.update(classroom_data(recording, prefix))
     count = len(recording.forward_ops)
     if count:
         data["first"] = -count

@@ -35,6 +35,7 @@ PREVIEWS = {
     "combined-watched.svg": "combined, names from watch",
 }
 REPLAY = "replay.html"
+SLIDES = ("replay.pdf", "replay.pptx")  # one page / slide per frame, narration as caption / notes
 
 Progress = Callable[[str], None]
 
@@ -77,6 +78,7 @@ def render_lesson(item: Lesson, folder: Path, progress: Progress = _quiet) -> Re
     done.files += recording.save_steps(folder / "steps")
     title = f"gradviz · {item.slug}: {item.title}"
     done.files.append(recording.save(folder / REPLAY, title=title))
+    done.files += [recording.save(folder / name) for name in SLIDES]  # lecture slides
     done.steps, done.mode = len(recording.steps), recording.mode
     done.results = results(recording)
     progress(f"  {item.slug}: {done.steps} steps, {len(done.files)} files")
@@ -176,10 +178,23 @@ def _card(out: Path, done: Rendered) -> str:
         f"({_frames(len(forward), done.steps, mode)}, one offline page; also "
         + (f'<a href="{_rel(steps[0], out)}">as {len(steps)} SVGs</a>' if steps else "no SVGs")
         + ")</p>"
-        f'<div class="views">{"".join(figures)}</div>'
+        + _classroom(replay, out)
+        + f'<div class="views">{"".join(figures)}</div>'
         f'<div class="steps">{"".join(thumbs)}</div>'
         + (f'<ul class="results">{results}</ul>' if results else "")
         + "</section>"
+    )
+
+
+def _classroom(replay: Path, out: Path) -> str:
+    """The lecture's ways in: presentation mode, the quiz, and the slides beside the page."""
+    pdf, pptx = (_rel(replay.with_name(name), out) for name in SLIDES)
+    return (
+        '<p class="classroom">In class: press <kbd>F</kbd> (or Present) for full screen '
+        "with the narration as a caption, a clicker steps, <kbd>B</kbd> blanks; tick "
+        "<em>quiz</em> to predict each step before it is revealed. Slides: "
+        f'<a href="{pdf}">PDF</a> (one page per frame) · <a href="{pptx}">PowerPoint</a> '
+        "(narration in the speaker notes).</p>"
     )
 
 

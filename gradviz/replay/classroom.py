@@ -1,0 +1,99 @@
+"""The classroom's data for the stepper: each leaf's ``.grad`` before and after its
+``AccumulateGrad`` runs, and the predict-then-reveal quiz's answers (from the recorded
+order and values, so the page grades without a kernel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gradviz.model.recording import GradValue, Recording, as_summary
+
+__all__ = ["grad_updates", "quiz_answers"]
+
+MAX_READY = 8  # the ready nodes the quiz lists, highest sequence number first
+MAX_CHARS = 40  # the tensor record's grad field is drawn with this many characters
+
+
+def _text(value: GradValue | None) -> str:
+    return "None" if value is None else as_summary(value).text(MAX_CHARS)
+
+
+def grad_updates(recording: Recording, prefix: str) -> list[dict[str, Any]]:
+    """For each drawn leaf: its record's SVG id, the step whose ``AccumulateGrad`` writes its
+    ``.grad``, and the field's text before and after (``None`` -> ``36``)."""
+    ran = {s.node_id: s for s in recording.steps}
+    updates = []
+    for record in recording.graph.tensors:
+        step = ran.get(record.node_id or "")
+        if step is None or step.type_name != "AccumulateGrad" or not record.is_leaf:
+            continue
+        updates.append(
+            {
+                "id": f"{prefix}_{record.id}",
+                "step": step.index,
+                "before": _text(step.leaf_grad_before),
+                "after": _text(step.leaf_grad_after),
+            }
+        )
+    return updates
+
+
+def _scalar(value: GradValue | None) -> float | None:
+    if value is None:
+        return None
+    summary = as_summary(value)
+    if summary.shape != () or not summary.complete or not summary.values:
+        return None
+    return float(summary.values[0])
+
+
+def quiz_answers(recording: Recording, prefix: str) -> list[dict[str, Any]]:
+    """Per backward step 1..N: the node that ran (the answer), the ready set just before it
+    (id, type, sequence number), and for scalar lessons the number it sent (``None`` when
+    not a single scalar): the first gradient it sends on, or the ``.grad`` an
+    ``AccumulateGrad`` wrote."""
+    graph = recording.graph
+    recorded = {s.node_id for s in recording.steps}
+    waits: dict[str, int] = dict.fromkeys(recorded, 0)  # senders not yet run
+    sends_to: dict[str, set[str]] = {n: set() for n in recorded}
+    for edge in graph.edges:
+        if edge.dst in recorded and edge.src in recorded and edge.dst not in sends_to[edge.src]:
+            sends_to[edge.src].add(edge.dst)
+            waits[edge.dst] += 1
+    ready = {n for n, count in waits.items() if count == 0}
+    # sequence numbers count every node the process ever made: shown from the graph's first
+    numbers = [graph.node(n).sequence_nr for n in recorded]
+    base = min((q for q in numbers if q < 2**63), default=0)
+    answers = []
+    for step in recording.steps:
+        first = sorted(ready, key=lambda n: (-graph.node(n).sequence_nr, n))[:MAX_READY]
+        sent = step.leaf_grad_after if step.type_name == "AccumulateGrad" else None
+        if sent is None:  # the first gradient it sends on
+            sent = next((g for g in step.grad_inputs if g is not None), None)
+        answers.append(
+            {
+                "node": f"{prefix}_{step.node_id}",
+                "type": step.type_name,
+                "ready": [
+                    {
+                        "node": f"{prefix}_{n}",
+                        "type": graph.node(n).type_name,
+                        "seq": _seq_text(graph.node(n).sequence_nr, base),
+                    }
+                    for n in first
+                ],
+                "value": _scalar(sent),
+            }
+        )
+        ready.discard(step.node_id)
+        for dst in sends_to.get(step.node_id, ()):
+            waits[dst] -= 1
+            if waits[dst] == 0:
+                ready.add(dst)
+    return answers
+
+
+def _seq_text(sequence_nr: int, base: int) -> str:
+    """The number relative to the graph's first node ("+0", "+3"; only the order matters);
+    AccumulateGrad's is 2**64 - 1: the engine runs it as soon as it is ready."""
+    return "max (2^64-1)" if sequence_nr >= 2**63 else f"+{sequence_nr - base}"

@@ -1,0 +1,183 @@
+"""Lecture slides from a replay: a PDF page or a PowerPoint slide per frame, one fixed layout.
+
+Every frame is the replay's one Graphviz layout restyled for its step (``step_svg``), so a
+node never moves from page to page. The PDF prints the narration as a caption (LaTeX users
+take a page with ``\\includegraphics[page=N]``); the PPTX puts it in the speaker notes.
+Both are pip-only: svglib + reportlab draw the SVG as vectors into the PDF; resvg rasterises
+it for PowerPoint (which cannot take SVG through python-pptx); python-pptx writes the deck.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape as xml_escape
+
+from gradviz.errors import GradvizError
+from gradviz.escape import visible_text
+from gradviz.explain.steps import describe_step
+from gradviz.model.recording import Recording
+from gradviz.render import raster
+from gradviz.replay.frames import describe_forward, step_svg
+
+__all__ = ["Slide", "save_pdf", "save_pptx", "slides"]
+
+# one 16:9 page in points (a projector's shape; Beamer's 16:9 is the same ratio)
+PAGE_WIDTH, PAGE_HEIGHT = 960.0, 540.0
+MARGIN = 24.0
+CAPTION_HEIGHT = 96.0  # the narration's band at the foot of a PDF page
+PNG_DPI = 144.0  # a slide's picture: sharp on a 1080p projector, a few hundred kB
+
+
+@dataclass(frozen=True)
+class Slide:
+    """One frame of the replay: its step number, its SVG and what the narration says."""
+
+    step: int
+    svg: str
+    title: str
+    narration: str
+
+
+def slides(recording: Recording, **options: Any) -> list[Slide]:
+    """Every frame in the stepper's order: the forward ops (under ``watch()``), the seed,
+    then the backward steps; all from one layout."""
+    count = len(recording.forward_ops)
+    frames: list[Slide] = []
+    for index in range(1, count + 1):
+        panel = describe_forward(recording, index)
+        step = index - count - 1
+        title = f"forward {index} / {count}: {panel['type']}"
+        frames.append(
+            Slide(step, step_svg(recording, step, **options), title, str(panel["narration"]))
+        )
+    total = len(recording.steps)
+    for step in range(total + 1):
+        panel = describe_step(recording, step)
+        title = "seed" if step == 0 else f"step {step} / {total}: {panel['type']}"
+        frames.append(
+            Slide(step, step_svg(recording, step, **options), title, str(panel["narration"]))
+        )
+    return frames
+
+
+def save_pdf(recording: Recording, path: Path, **options: Any) -> Path:
+    """One page per frame: the graph scaled to the same box on every page, the frame's title
+    and narration as a caption below."""
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.pdfgen import canvas
+    from reportlab.platypus import Paragraph
+
+    # invariant: no date or random id inside, so the same replay gives the same bytes
+    pdf = canvas.Canvas(str(path), pagesize=(PAGE_WIDTH, PAGE_HEIGHT), invariant=True)
+    pdf.setTitle(visible_text(f"gradviz replay: {path.stem}"))
+    caption = ParagraphStyle("caption", fontName="Helvetica", fontSize=14, leading=18)
+    box_width = PAGE_WIDTH - 2 * MARGIN
+    box_height = PAGE_HEIGHT - 2 * MARGIN - CAPTION_HEIGHT
+    for slide in slides(recording, **options):
+        drawing = _drawing(slide.svg)
+        scale = min(box_width / drawing.width, box_height / drawing.height)
+        drawing.scale(scale, scale)
+        left = MARGIN + (box_width - drawing.width * scale) / 2
+        bottom = MARGIN + CAPTION_HEIGHT + (box_height - drawing.height * scale) / 2
+        drawing.drawOn(pdf, left, bottom)
+        markup = f"<b>{_markup(slide.title)}</b> {_markup(slide.narration)}"
+        text = Paragraph(markup, caption)
+        _, used = text.wrap(box_width, CAPTION_HEIGHT)
+        text.drawOn(pdf, MARGIN, MARGIN + CAPTION_HEIGHT - min(used, CAPTION_HEIGHT))
+        pdf.showPage()
+    pdf.save()
+    return path
+
+
+def save_pptx(recording: Recording, path: Path, **options: Any) -> Path:
+    """One 16:9 slide per frame: the title, the graph as a picture in the same box on every
+    slide, the narration in the speaker notes."""
+    from pptx import Presentation
+    from pptx.util import Emu, Pt
+
+    deck = Presentation()
+    deck.slide_width, deck.slide_height = Emu(_emu(PAGE_WIDTH)), Emu(_emu(PAGE_HEIGHT))
+    blank = deck.slide_layouts[6]
+    title_height = 40.0
+    box_width = PAGE_WIDTH - 2 * MARGIN
+    box_height = PAGE_HEIGHT - 2 * MARGIN - title_height
+    for slide in slides(recording, **options):
+        page = deck.slides.add_slide(blank)
+        heading = page.shapes.add_textbox(
+            Emu(_emu(MARGIN)), Emu(_emu(MARGIN)), Emu(_emu(box_width)), Emu(_emu(title_height))
+        )
+        heading.text_frame.text = visible_text(slide.title)
+        heading.text_frame.paragraphs[0].runs[0].font.size = Pt(24)
+        png, width, height = _png(slide.svg)
+        scale = min(box_width / width, box_height / height)
+        left = MARGIN + (box_width - width * scale) / 2
+        top = MARGIN + title_height + (box_height - height * scale) / 2
+        page.shapes.add_picture(
+            io.BytesIO(png),
+            Emu(_emu(left)),
+            Emu(_emu(top)),
+            Emu(_emu(width * scale)),
+            Emu(_emu(height * scale)),
+        )
+        page.notes_slide.notes_text_frame.text = visible_text(f"{slide.title}\n{slide.narration}")
+    fixed = datetime(2000, 1, 1)  # the same replay gives the same bytes
+    deck.core_properties.created = deck.core_properties.modified = fixed
+    deck.core_properties.last_printed = fixed
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    path.write_bytes(_dated(buffer.getvalue()))
+    return path
+
+
+def _dated(archive: bytes) -> bytes:
+    """The zip again with one fixed date on every member (zipfile stamps the clock)."""
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(archive)) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for info in source.infolist():
+            member = zipfile.ZipInfo(info.filename, date_time=(2000, 1, 1, 0, 0, 0))
+            member.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(member, source.read(info))
+    return out.getvalue()
+
+
+def _emu(points: float) -> int:
+    """PowerPoint's unit: 12,700 EMU per point."""
+    return round(points * 12700)
+
+
+def _markup(text: str) -> str:
+    """Narration as text inside reportlab's paragraph markup: nothing in it is a tag."""
+    return xml_escape(visible_text(text))
+
+
+def _drawing(svg: str) -> Any:
+    """The SVG as a reportlab drawing (vectors, the stepper's CSS applied)."""
+    from svglib.svglib import svg2rlg
+
+    drawing = svg2rlg(io.BytesIO(svg.encode("utf-8")))
+    if drawing is None or not drawing.width or not drawing.height:
+        raise GradvizError("the replay's SVG could not be drawn into the PDF (svglib read nothing)")
+    return drawing
+
+
+def _png(svg: str) -> tuple[bytes, float, float]:
+    """The SVG as a PNG (``render.raster``: resvg, with its font fallbacks) and its size in
+    points."""
+    size = _SIZE.search(svg)
+    if size is None:
+        raise GradvizError("the replay's SVG has no size in points; cannot place it on a slide")
+    png = raster.svg_to(svg.encode("utf-8"), "png", dpi=PNG_DPI)
+    return png, float(size.group(1)), float(size.group(2))
+
+
+# Graphviz writes the drawing's size in points on the root element
+_SIZE = re.compile(r'<svg[^>]*?width="([0-9.]+)pt"[^>]*?height="([0-9.]+)pt"')
