@@ -306,6 +306,22 @@ def _name_modules(recording: Recording, steps: list[dict[str, Any]]) -> None:
             step["module"] = scope.label
 
 
+def compact_js(source: str) -> str:
+    """The front end as the page inlines it: without comment lines, blank lines and
+    indentation (13 kB of every page; nothing inside a multi-line template string is
+    touched). The widget ships the file as it is."""
+    kept: list[str] = []
+    in_template = False
+    for line in source.splitlines(keepends=True):
+        if in_template:
+            kept.append(line)
+        elif line.strip() and not line.lstrip().startswith("//"):
+            kept.append(line.lstrip(" "))
+        if line.count("`") % 2:
+            in_template = not in_template
+    return "".join(kept)
+
+
 def _script_safe_js(source: str) -> str:
     lowered = source.lower()
     if "</script" in lowered or "<!--" in lowered:
@@ -375,7 +391,7 @@ def replay_html(
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
     attributes, text = packed_state(state, compress)
     css = asset_text("stepper.css")
-    js = _script_safe_js(asset_text("stepper.js"))
+    js = _script_safe_js(compact_js(asset_text("stepper.js")))
     script = f"\n{js}\nmountStandalone();\n"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:
