@@ -82,14 +82,7 @@ class LayoutCost:
 def estimate(dot_text: str) -> LayoutCost:
     """The size of the layout problem that ``dot`` would face for this DOT text."""
     _, nodes, edges = _statements(dot_text)
-    order = list(nodes)
-    children: dict[str, list[str]] = {name: [] for name in order}
-    parents: dict[str, list[str]] = {name: [] for name in order}
-    for src, dst in edges:
-        if src in children and dst in children and src != dst:
-            children[src].append(dst)
-            parents[dst].append(src)
-    layer = _layers(order, children, parents)
+    layer, _ = _layering(nodes, edges)
     span = sum(
         abs(layer[dst] - layer[src]) - 1
         for src, dst in edges
@@ -97,6 +90,21 @@ def estimate(dot_text: str) -> LayoutCost:
     )
     clusters = dot_text.count("subgraph cluster")
     return LayoutCost(len(nodes), len(edges), clusters, span)
+
+
+def _layering(
+    nodes: dict[str, int], edges: list[tuple[str, str]]
+) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Each node's layer and its parents, from the edges between known nodes (what
+    ``estimate`` and ``place`` both start from)."""
+    order = list(nodes)
+    children: dict[str, list[str]] = {name: [] for name in order}
+    parents: dict[str, list[str]] = {name: [] for name in order}
+    for src, dst in edges:
+        if src in children and dst in children and src != dst:
+            children[src].append(dst)
+            parents[dst].append(src)
+    return _layers(order, children, parents), parents
 
 
 _HTML_LABEL = re.compile(r"label=<((?:[^<>]|<[^<>]*>)*)>")
@@ -128,14 +136,7 @@ def place(dot_text: str) -> str:
     """The same DOT with ``pos`` on every node, for ``neato -n`` (straight edges)."""
     lines, nodes, edges = _statements(dot_text)
     order = list(nodes)
-    children: dict[str, list[str]] = {name: [] for name in order}
-    parents: dict[str, list[str]] = {name: [] for name in order}
-    for src, dst in edges:
-        if src in children and dst in children and src != dst:
-            children[src].append(dst)
-            parents[dst].append(src)
-
-    layer = _layers(order, children, parents)
+    layer, parents = _layering(nodes, edges)
     cache: dict[str, tuple[float, float]] = {}
     size = {name: _label_size(lines[index], cache) for name, index in nodes.items()}
     x = _columns(order, layer, parents, size)
