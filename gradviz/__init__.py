@@ -14,6 +14,7 @@ from gradviz.analysis.health import EdgeHealth, GradientHealth, ModuleNorm
 from gradviz.analysis.inplace import InplaceFinding, InplaceReport
 from gradviz.analysis.memory import MemoryStep, MemoryTimeline
 from gradviz.analysis.nograd import NoGradReport
+from gradviz.capture.record import RecordKeywords
 from gradviz.errors import (
     BackwardFailed,
     GradvizError,
@@ -37,6 +38,7 @@ from gradviz.objects import (
     Graph,
     OptimizerStep,
     Recording,
+    SaveKeywords,
     Watch,
     explain_inplace,
     record,
@@ -47,7 +49,7 @@ from gradviz.objects import (
     why_no_grad,
 )
 from gradviz.render.backend import use_graphviz
-from gradviz.render.options import RenderKeywords, RenderOptions
+from gradviz.render.options import RenderKeywords, RenderOptions, StyleKeywords
 from gradviz.render.theme import THEMES, Theme
 from gradviz.replay.frames import ForwardFrame, Frame
 
@@ -89,16 +91,19 @@ __all__ = [
     "NotOnGraph",
     "OptimizerStep",
     "ParamStep",
+    "RecordKeywords",
     "Recording",
     "RecordingDiff",
     "RenderKeywords",
     "RenderOptions",
     "Role",
+    "SaveKeywords",
     "SavedValue",
     "SourceLine",
     "Step",
     "StepNotFound",
     "Stepper",
+    "StyleKeywords",
     "Summary",
     "TensorRecord",
     "Theme",

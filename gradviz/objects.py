@@ -9,9 +9,9 @@ docs/architecture.md ("Composing the public objects").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import torch
 from typing_extensions import Unpack
@@ -27,9 +27,15 @@ from gradviz.capture import optstep as _optstep
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import watch as _watch
-from gradviz.capture.record import MEMORY_BUDGET, InputTensors, Keep, TensorOrTensors
+from gradviz.capture.record import (
+    MEMORY_BUDGET,
+    InputTensors,
+    Keep,
+    RecordKeywords,
+    TensorOrTensors,
+)
 from gradviz.capture.trace import Params
-from gradviz.errors import BackwardFailed, GradvizError
+from gradviz.errors import BackwardFailed, GradvizError, InvalidArgument
 from gradviz.escape import json_text
 from gradviz.explain import nograd as _nograd
 from gradviz.explain.optstep import describe_step
@@ -53,6 +59,7 @@ from gradviz.stepper.page import replay_html
 __all__ = [
     "Graph",
     "Recording",
+    "SaveKeywords",
     "Watch",
     "record",
     "record_grad",
@@ -61,6 +68,49 @@ __all__ = [
     "watch",
     "why_no_grad",
 ]
+
+
+class SaveKeywords(RenderKeywords, total=False):
+    """``Recording.save``'s keywords: the render options, plus what a page takes
+    (``title``; ``views`` leaves views out; ``compress`` ships the data gzip+base64) and
+    what the SVG takes (``step``, ``health``). A keyword the chosen format cannot use
+    raises ``InvalidArgument``."""
+
+    title: str | None
+    views: Sequence[str] | None
+    compress: bool | None
+    step: int | None
+    health: bool
+
+
+# What each format of ``Recording.save`` takes besides the render options (None: nothing).
+_FORMAT_KEYWORDS: dict[str, frozenset[str] | None] = {
+    ".svg": frozenset({"step", "health"}),
+    ".html": frozenset({"title", "views", "compress", "step"}),
+    ".pdf": frozenset(),
+    ".pptx": frozenset(),
+    ".json": None,
+}
+_PAGE_OR_SVG = frozenset({"title", "views", "compress", "step", "health"})
+
+
+def _check_save_keywords(target: Path, options: Mapping[str, object]) -> None:
+    """A keyword the chosen format cannot use is a mistake: say which formats take it."""
+    allowed = _FORMAT_KEYWORDS.get(target.suffix.lower(), frozenset())
+    if allowed is None:
+        wrong = sorted(options)
+    else:
+        wrong = sorted(key for key in options if key in _PAGE_OR_SVG and key not in allowed)
+    if wrong:
+        takers = {
+            key: [fmt for fmt, keys in _FORMAT_KEYWORDS.items() if keys and key in keys]
+            for key in wrong
+        }
+        where = "; ".join(
+            f"{key}= is for {', '.join(fmts) if fmts else 'render formats'}"
+            for key, fmts in takers.items()
+        )
+        raise InvalidArgument(f"save({target.name!r}) does not take {', '.join(wrong)}: {where}")
 
 
 class Graph(_graph.Graph):
@@ -162,18 +212,23 @@ class Recording(_recording.Recording):
         ..., one per forward op), all from one Graphviz layout."""
         return save_steps(self, Path(folder), **options)
 
-    def save(self, path: str | Path, **options: Any) -> Path:
+    def save(self, path: str | Path, **options: Unpack[SaveKeywords]) -> Path:
         """.svg (the last step), .html (the offline stepper; also ``title=``), .json (the
         steps as data), .pdf (one page per frame, the narration as a caption) or .pptx (one
         slide per frame, the narration in the speaker notes); the other keywords are render
         options."""
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
         suffix = target.suffix.lower()
+        _check_save_keywords(target, options)
+        target.parent.mkdir(parents=True, exist_ok=True)
         if suffix == ".json":
             atomic_write(target, json_text(self.to_dict(), indent=1))
         elif suffix == ".svg":
-            atomic_write(target, self.svg(**options))
+            render = {key: value for key, value in options.items() if key not in _PAGE_OR_SVG}
+            svg = self.svg(
+                options.get("step"), options.get("health", False), **cast(RenderKeywords, render)
+            )
+            atomic_write(target, svg)
         elif suffix == ".html":
             atomic_write(target, replay_html(self, **options))
         elif suffix in (".pdf", ".pptx"):
@@ -182,7 +237,9 @@ class Recording(_recording.Recording):
             write = slides.save_pdf if suffix == ".pdf" else slides.save_pptx
             write(self, target, **options)
         else:
-            raise ValueError(f"cannot save {target.name!r}: use .svg, .html, .json, .pdf or .pptx")
+            raise InvalidArgument(
+                f"cannot save {target.name!r}: use .svg, .html, .json, .pdf or .pptx"
+            )
         return target
 
     def _repr_mimebundle_(
@@ -315,7 +372,7 @@ class Watch(_watch.Watch):
         *roots: torch.Tensor,
         names: Mapping[str, torch.Tensor] | None = None,
         params: Params | None = None,
-        **options: Any,
+        **options: Unpack[RecordKeywords],
     ) -> Recording:
         try:
             made = super().record(*roots, names=names, params=params, **options)
@@ -362,7 +419,7 @@ def record_step(
     loss: torch.Tensor,
     names: Mapping[str, torch.Tensor] | None = None,
     params: torch.nn.Module | None = None,
-    **options: Any,
+    **options: Unpack[RecordKeywords],
 ) -> OptimizerStep:
     try:
         made = _optstep.record_step(optimizer, loss, names=names, params=params, **options)

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from typing_extensions import Unpack
 
-from gradviz.capture.record import record
+from gradviz.capture.record import RecordKeywords, record
 from gradviz.errors import GradvizError
 from gradviz.model.optstep import OptimizerStep, ParamStep, StepSettings
 from gradviz.model.summarize import summarize
@@ -28,7 +29,7 @@ def record_step(
     loss: torch.Tensor,
     names: Mapping[str, torch.Tensor] | None = None,
     params: torch.nn.Module | None = None,
-    **options: Any,
+    **options: Unpack[RecordKeywords],
 ) -> OptimizerStep:
     """``loss.backward()`` recorded, then ``optimizer.step()``; returns both as data.
 

@@ -14,7 +14,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 import torch
 
@@ -39,12 +39,27 @@ __all__ = [
     "MEMORY_BUDGET",
     "InputTensors",
     "Keep",
+    "RecordKeywords",
     "TensorOrTensors",
     "record",
     "record_grad",
 ]
 
 Keep = Literal["auto", "all", "summary"]
+
+
+class RecordKeywords(TypedDict, total=False):
+    """``record()``'s keywords that callers pass through (``Watch.record``, ``record_step``),
+    typed so that a misspelt keyword is caught by the type checker, not at run time."""
+
+    gradient: TensorOrTensors | None
+    inputs: InputTensors | None
+    retain_graph: bool | None
+    create_graph: bool
+    keep: Keep
+    memory_budget: int | None
+
+
 # keep="auto" keeps full copies when the gradients the graph's nodes receive take up to
 # this many bytes (from their shapes and dtypes), summaries above.
 AUTO_ALL_MAX_BYTES = 64 << 20  # 64 MiB

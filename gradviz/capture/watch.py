@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -38,6 +38,11 @@ from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
 from gradviz.model.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
 from gradviz.model.graph import Graph
 from gradviz.model.recording import Recording
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from gradviz.capture.record import RecordKeywords
 
 __all__ = ["Watch", "watch"]
 
@@ -636,7 +641,7 @@ class Watch:
         *roots: torch.Tensor,
         names: Mapping[str, torch.Tensor] | None = None,
         params: Params | None = None,
-        **options: Any,
+        **options: Unpack[RecordKeywords],
     ) -> Recording:
         """``gradviz.record`` whose graph knows the forward ops; each step links to one.
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
-from gradviz.errors import InvalidInput
+from gradviz.errors import InvalidArgument, InvalidInput
 from gradviz.render.theme import Theme, get_theme
 
-__all__ = ["RenderKeywords", "RenderOptions", "View"]
+__all__ = ["RenderKeywords", "RenderOptions", "StyleKeywords", "View"]
 
 View = Literal["backward", "combined", "forward"]
 
@@ -50,7 +50,7 @@ class RenderOptions:
         """Options from keywords, checked, with friendly names accepted."""
         unknown = set(options) - set(cls.__dataclass_fields__)
         if unknown:
-            raise TypeError(
+            raise InvalidArgument(
                 f"unknown render option(s) {sorted(unknown)}; "
                 f"known: {sorted(cls.__dataclass_fields__)}"
             )
@@ -58,7 +58,9 @@ class RenderOptions:
         if "theme" in options:
             made = replace(made, theme=get_theme(options["theme"]))
         if made.view not in ("backward", "combined", "forward"):
-            raise ValueError(f"view must be 'backward', 'combined' or 'forward', not {made.view!r}")
+            raise InvalidArgument(
+                f"view must be 'backward', 'combined' or 'forward', not {made.view!r}"
+            )
         if made.prefix is not None and (
             type(made.prefix) is not str or _PREFIX.fullmatch(made.prefix) is None
         ):
@@ -73,13 +75,9 @@ class RenderOptions:
         return replace(made, direction=_DIRECTIONS[made.direction])
 
 
-class RenderKeywords(TypedDict, total=False):
-    """The render options as keywords: ``graph.svg(view="combined", theme="dark")``.
+class StyleKeywords(TypedDict, total=False):
+    """The render options except ``view``: what a stepper takes, which shows every view."""
 
-    Each key is a field of ``RenderOptions``; ``theme`` also takes a theme's name.
-    """
-
-    view: View
     direction: str
     saved: bool
     shapes: bool
@@ -94,3 +92,12 @@ class RenderKeywords(TypedDict, total=False):
     marks: tuple[str, ...]
     edge_styles: Mapping[str, tuple[float, str]]
     fold: bool | int
+
+
+class RenderKeywords(StyleKeywords, total=False):
+    """The render options as keywords: ``graph.svg(view="combined", theme="dark")``.
+
+    Each key is a field of ``RenderOptions``; ``theme`` also takes a theme's name.
+    """
+
+    view: View

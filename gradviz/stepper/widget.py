@@ -23,11 +23,13 @@ from typing import Any
 
 import anywidget
 import traitlets
+from typing_extensions import Unpack
 
 from gradviz.errors import InvalidArgument, StepNotFound
 from gradviz.escape import wire_safe
 from gradviz.model.graph import Graph
 from gradviz.model.recording import Recording
+from gradviz.render.options import StyleKeywords
 from gradviz.replay.frames import (
     ForwardFrame,
     Frame,
@@ -82,7 +84,7 @@ class Stepper(anywidget.AnyWidget):
         step: int | None = None,
         view: str | None = None,
         views: Sequence[str] | None = None,
-        **options: Any,
+        **options: Unpack[StyleKeywords],
     ) -> None:
         """``view``: the view to open on (default: the collapsed module view above
         ``COLLAPSED_DEFAULT_NODES`` nodes, else ``backward``); ``views`` leaves views out.
