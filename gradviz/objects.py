@@ -9,7 +9,8 @@ docs/architecture.md ("Composing the public objects").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -264,6 +265,16 @@ def _public(data: _Data) -> Any:
     return data
 
 
+@contextmanager
+def _failures_made_public() -> Iterator[None]:
+    """A failed backward's recording, like a successful one's, has the public class."""
+    try:
+        yield
+    except BackwardFailed as error:
+        _public_failure(error)
+        raise
+
+
 def _public_failure(error: BackwardFailed) -> None:
     """A failed backward's partial recording is public too (``error.recording.svg()``)."""
     if isinstance(error.recording, _recording.Recording):
@@ -293,7 +304,7 @@ def record(
     params: Params | None = None,
     memory_budget: int | None = MEMORY_BUDGET,
 ) -> Recording:
-    try:
+    with _failures_made_public():
         made = _record.record(
             *roots,
             gradient=gradient,
@@ -305,9 +316,6 @@ def record(
             params=params,
             memory_budget=memory_budget,
         )
-    except BackwardFailed as error:
-        _public_failure(error)
-        raise
     result: Recording = _public(made)
     return result
 
@@ -327,7 +335,7 @@ def record_grad(
     params: Params | None = None,
     memory_budget: int | None = MEMORY_BUDGET,
 ) -> tuple[tuple[torch.Tensor | None, ...], Recording]:
-    try:
+    with _failures_made_public():
         grads, made = _record.record_grad(
             outputs,
             inputs,
@@ -340,9 +348,6 @@ def record_grad(
             params=params,
             memory_budget=memory_budget,
         )
-    except BackwardFailed as error:
-        _public_failure(error)
-        raise
     result: Recording = _public(made)
     return grads, result
 
@@ -374,11 +379,8 @@ class Watch(_watch.Watch):
         params: Params | None = None,
         **options: Unpack[RecordKeywords],
     ) -> Recording:
-        try:
+        with _failures_made_public():
             made = super().record(*roots, names=names, params=params, **options)
-        except BackwardFailed as error:
-            _public_failure(error)
-            raise
         result: Recording = _public(made)
         return result
 
@@ -421,11 +423,8 @@ def record_step(
     params: torch.nn.Module | None = None,
     **options: Unpack[RecordKeywords],
 ) -> OptimizerStep:
-    try:
+    with _failures_made_public():
         made = _optstep.record_step(optimizer, loss, names=names, params=params, **options)
-    except BackwardFailed as error:
-        _public_failure(error)
-        raise
     _public(made.recording)
     made.__class__ = OptimizerStep
     result: OptimizerStep = made  # type: ignore[assignment]
