@@ -1122,7 +1122,7 @@ export function mount(el, model) {
     prev: () => go(current() - 1),
     first: () => go(start),
     last: () => go(last),
-    fit: () => resetZoom(),
+    fit: () => reframe(),
     narration: (index) =>
       String((index < 0 ? forward[index - start] : data.steps[index] || {})?.narration || ""),
   });
@@ -1364,6 +1364,16 @@ export function mount(el, model) {
   function resetZoom() {
     setFollow(false);
     camera.set({ ...view.home });
+  }
+  // The stage changed size (presentation mode, a resize): the whole view when it is
+  // readable there, else the camera follows the active node again.
+  function reframe() {
+    if (!view) return;
+    if (camera.scaleFor(view.home) >= Camera.readable()) camera.set({ ...view.home });
+    else {
+      camera.start(view);
+      setFollow(true);
+    }
   }
   function toGraph(event) {
     const m = view.svg.getScreenCTM();

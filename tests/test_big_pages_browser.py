@@ -22,7 +22,7 @@ from gradviz import GradvizWarning
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, replay_born
 from gradviz.stepper.page import unpack_state
-from tests.support.browser import chromium, open_local
+from tests.support.browser import ACTIVE, SEED, chromium, open_local
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT, synthetic
@@ -30,27 +30,6 @@ from workloads import GPT, synthetic
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
 PAGE_BYTES_PER_1000_NODES = 1.5e6
-
-# Where the active element is and how tall its text is on screen, inside one stepper.
-ACTIVE = """(root) => {
-  const step = Number(root.dataset.step);
-  const canvas = root.querySelector(".gv-canvas").getBoundingClientRect();
-  const el = root.querySelector("svg .gv_active");
-  if (!el) return { step, active: null };
-  const r = el.getBoundingClientRect();
-  const svg = root.querySelector(".gv-canvas > svg");
-  const scale = svg.getScreenCTM().a;
-  const text = el.querySelector("text");
-  const size = text ? Number(text.getAttribute("font-size")) * scale : 0;
-  const cx = (r.left + r.right) / 2;
-  const cy = (r.top + r.bottom) / 2;
-  const inside = cx >= canvas.left && cx <= canvas.right && cy >= canvas.top && cy <= canvas.bottom;
-  return { step, active: el.id, inside, textPx: size };
-}"""
-
-
-SEED = """(r) => { const s = r.querySelector('.gv-slider'); s.value = '0';
-  s.dispatchEvent(new Event('input')); }"""
 
 
 def _gpt_recording() -> Recording:

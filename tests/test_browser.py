@@ -6,22 +6,12 @@ per-step latency it measured; none asserts on time.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import secrets
-import socket
 import statistics
-import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 import torch
 
@@ -31,6 +21,7 @@ from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, forward_frames, replay_born, replay_data
 from gradviz.teaching.lessons import lesson
 from tests.support.browser import chromium, open_local
+from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees
 
 # The class each scheduled element carries, read inside one stepper only.
 READ_CLASSES = """([root, ids]) => {
@@ -358,7 +349,6 @@ def test_module_views_collapse_and_expand(tmp_path: Path) -> None:
 
 
 # -- 2. the widget in JupyterLab -------------------------------------------------------------
-KERNEL = "gradviz-browser-test"
 NOTEBOOK_CELLS = [
     "import gradviz\n"
     "from gradviz.teaching.lessons import lesson\n"
@@ -381,99 +371,6 @@ INJECTED = """() => [...document.querySelectorAll('.gv-stepper *')].filter((e) =
   ['IMG', 'SCRIPT', 'IFRAME'].includes(e.tagName.toUpperCase()) ||
   [...e.attributes].some((a) => a.name.toLowerCase().startsWith('on'))).length"""
 
-# Run code in the notebook's kernel from the page and return what it printed.
-KERNEL_EXEC = """async (code) => {
-  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const future = kernel.requestExecute({ code });
-  let out = "";
-  future.onIOPub = (msg) => {
-    if (msg.header.msg_type === "stream") out += msg.content.text;
-  };
-  await future.done;
-  return out.trim();
-}"""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def jupyterlab(tmp: Path) -> Iterator[str]:
-    """JupyterLab on 127.0.0.1 with every Jupyter folder temporary; yields its base URL."""
-    dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "ws", "root")}
-    for folder in dirs.values():
-        folder.mkdir(parents=True)
-    spec = dirs["data"] / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    kernel = {"argv": argv, "display_name": "gradviz", "language": "python"}
-    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
-    notebook = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS]
-    )
-    notebook.metadata["kernelspec"] = {
-        "name": KERNEL,
-        "display_name": "gradviz",
-        "language": "python",
-    }
-    nbformat.write(notebook, dirs["root"] / "stepper.ipynb")
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
-        "JUPYTER_DATA_DIR": str(dirs["data"]),
-        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
-        "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
-        "JUPYTERLAB_WORKSPACES_DIR": str(dirs["ws"]),
-        "JUPYTER_PLATFORM_DIRS": "1",
-    }
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1"]
-    command += [f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
-    command += ["--allow-root", "--LabApp.expose_app_in_browser=True"]
-    command += [f"--ServerApp.root_dir={dirs['root']}"]
-    log = (tmp / "lab.log").open("wb")
-    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        for _ in range(600):  # up to a minute, polled
-            if server.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited: {(tmp / 'lab.log').read_text()[-2000:]}")
-            try:
-                opener.open(f"{base}/api/status?token={token}", timeout=2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("JupyterLab did not start within a minute")
-        yield f"{base}/lab/tree/stepper.ipynb?token={token}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-
-
-def _kernel_sees(page: Any, code: str, expected: str) -> str:
-    """What the kernel prints for ``code`` once it has caught up with the front end.
-
-    ipywidgets holds back a model's updates while earlier ones are in flight, so a request
-    sent right after fast clicks can overtake the last update: ask again until it agrees.
-    """
-    seen = ""
-    for _ in range(50):
-        seen = page.evaluate(KERNEL_EXEC, code)
-        if seen == expected:
-            break
-        page.wait_for_timeout(100)
-    return str(seen)
-
 
 def _active(root: Any) -> list[str | None]:
     return [a.get_attribute("id") for a in root.query_selector_all("svg .gv_active")]
@@ -486,7 +383,10 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
     prefix, order = ten_ops.graph.prefix, ten_ops.order
     errors: list[str] = []
     dialogs: list[str] = []
-    with jupyterlab(tmp_path / "lab") as url, chromium(tmp_path / "profile") as context:
+    with (
+        jupyterlab(tmp_path / "lab", NOTEBOOK_CELLS) as url,
+        chromium(tmp_path / "profile") as context,
+    ):
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -506,12 +406,12 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
         timings = [page.evaluate(TIMED_CLICK, [first, ".gv-next"])]
         assert _active(first) == [f"{prefix}_{order[0]}"]
         assert second.get_attribute("data-step") == "0" and _active(second) == []  # no collision
-        assert _kernel_sees(page, "print(stepper.step)", "1") == "1"
+        assert kernel_sees(page, "print(stepper.step)", "1") == "1"
         for _ in range(3):
             timings.append(page.evaluate(TIMED_CLICK, [first, ".gv-next"]))
         assert _active(first) == [f"{prefix}_{order[3]}"]
         code, expected = "print(stepper.step, stepper.frame.active)", f"4 {order[3]}"
-        assert _kernel_sees(page, code, expected) == expected
+        assert kernel_sees(page, code, expected) == expected
 
         page.evaluate(KERNEL_EXEC, "stepper.step = 6")  # Python moves the front end
         page.wait_for_function("(root) => root.dataset.step === '6'", arg=first)
@@ -526,7 +426,7 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
         )
         timings.append(page.evaluate(TIMED_CLICK, [first, ".gv-next"]))
         assert first.get_attribute("data-step") == "6"
-        assert _kernel_sees(page, "print(stepper.step)", "6") == "6"
+        assert kernel_sees(page, "print(stepper.step)", "6") == "6"
 
         page.evaluate(
             "() => window.jupyterapp.commands.execute('apputils:change-theme',"

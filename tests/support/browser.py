@@ -55,3 +55,25 @@ def open_local(context: Any, path: Path) -> tuple[Any, list[str], list[str]]:
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(path.as_uri(), wait_until="load")
     return page, requests, errors
+
+
+# Where the active element is and how tall its text is on screen, inside one stepper.
+ACTIVE = """(root) => {
+  const step = Number(root.dataset.step);
+  const canvas = root.querySelector(".gv-canvas").getBoundingClientRect();
+  const el = root.querySelector("svg .gv_active");
+  if (!el) return { step, active: null };
+  const r = el.getBoundingClientRect();
+  const svg = root.querySelector(".gv-canvas > svg");
+  const scale = svg.getScreenCTM().a;
+  const text = el.querySelector("text");
+  const size = text ? Number(text.getAttribute("font-size")) * scale : 0;
+  const cx = (r.left + r.right) / 2;
+  const cy = (r.top + r.bottom) / 2;
+  const inside = cx >= canvas.left && cx <= canvas.right && cy >= canvas.top && cy <= canvas.bottom;
+  return { step, active: el.id, inside, textPx: size };
+}"""
+
+
+SEED = """(r) => { const s = r.querySelector('.gv-slider'); s.value = '0';
+  s.dispatchEvent(new Event('input')); }"""

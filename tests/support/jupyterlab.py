@@ -1,0 +1,113 @@
+"""JupyterLab for the browser tests: a server with every Jupyter folder temporary, one
+notebook of given cells, and a way to run code in its kernel from the page."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+KERNEL = "gradviz-browser-test"
+
+# Run code in the notebook's kernel from the page and return what it printed.
+KERNEL_EXEC = """async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({ code });
+  let out = "";
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === "stream") out += msg.content.text;
+  };
+  await future.done;
+  return out.trim();
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
+    """JupyterLab on 127.0.0.1 with every Jupyter folder temporary and one notebook of
+    ``cells``; yields the notebook's URL."""
+    dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "ws", "root")}
+    for folder in dirs.values():
+        folder.mkdir(parents=True)
+    spec = dirs["data"] / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernel = {"argv": argv, "display_name": "gradviz", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    notebook.metadata["kernelspec"] = {
+        "name": KERNEL,
+        "display_name": "gradviz",
+        "language": "python",
+    }
+    nbformat.write(notebook, dirs["root"] / "stepper.ipynb")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+        "JUPYTER_DATA_DIR": str(dirs["data"]),
+        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+        "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+        "JUPYTERLAB_WORKSPACES_DIR": str(dirs["ws"]),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1"]
+    command += [f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
+    command += ["--allow-root", "--LabApp.expose_app_in_browser=True"]
+    command += [f"--ServerApp.root_dir={dirs['root']}"]
+    log = (tmp / "lab.log").open("wb")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        for _ in range(600):  # up to a minute, polled
+            if server.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {(tmp / 'lab.log').read_text()[-2000:]}")
+            try:
+                opener.open(f"{base}/api/status?token={token}", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("JupyterLab did not start within a minute")
+        yield f"{base}/lab/tree/stepper.ipynb?token={token}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def kernel_sees(page: Any, code: str, expected: str) -> str:
+    """What the kernel prints for ``code`` once it has caught up with the front end.
+
+    ipywidgets holds back a model's updates while earlier ones are in flight, so a request
+    sent right after fast clicks can overtake the last update: ask again until it agrees.
+    """
+    seen = ""
+    for _ in range(50):
+        seen = page.evaluate(KERNEL_EXEC, code)
+        if seen == expected:
+            break
+        page.wait_for_timeout(100)
+    return str(seen)

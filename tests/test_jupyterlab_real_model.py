@@ -1,0 +1,119 @@
+"""A watched GPT in the JupyterLab widget: what the offline page does for real models holds
+in the notebook too (the collapsed module view first, a view laid out by the kernel when it
+is first chosen, the camera keeping the active node readable, search, stepping by module,
+presentation mode), and Python and the browser agree on the step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.browser import ACTIVE, SEED, chromium
+from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees
+
+pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
+
+BENCHMARKS = Path(__file__).resolve().parent / "benchmarks"
+CELLS = [
+    "import sys, warnings\n"
+    "import torch\n"
+    "import gradviz\n"
+    f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
+    "from workloads import GPT\n"
+    "torch.manual_seed(0)\n"
+    "model = GPT(vocab=64, d_model=32, layers=4, seq=8)\n"
+    "ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))\n"
+    "with gradviz.watch(model) as w:\n"
+    "    loss = model(ids).square().mean()\n"
+    "rec = w.record(loss)\n"
+    "warnings.simplefilter('ignore')  # a costly view may get a cheaper dot setting\n"
+    "stepper = gradviz.Stepper(rec)\n"
+    "stepper",
+]
+CHOOSE_VIEW = """([r, v]) => { const s = r.querySelector('.gv-view'); s.value = v;
+  s.dispatchEvent(new Event('change')); }"""
+
+
+def _readable_steps(page: Any, root: Any, steps: int) -> int:
+    """Step over ``steps`` times; every active node drawn must be on screen, text >= 12 px."""
+    seen = 0
+    for _ in range(steps):
+        page.evaluate("(r) => r.querySelector('.gv-over').click()", root)
+        where = page.evaluate(ACTIVE, root)
+        if where["active"] is None:
+            continue
+        seen += 1
+        assert where["inside"], where
+        assert where["textPx"] >= 12 - 1e-6, where
+    return seen
+
+
+def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
+    errors: list[str] = []
+    with (
+        jupyterlab(tmp_path / "lab", CELLS) as url,
+        chromium(tmp_path / "profile") as context,
+    ):
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
+        page.set_viewport_size({"width": 1600, "height": 900})
+        page.set_default_timeout(180_000)
+        page.goto(url)
+        page.wait_for_function(
+            "() => window.jupyterapp && window.jupyterapp.shell.currentWidget &&"
+            " window.jupyterapp.shell.currentWidget.sessionContext &&"
+            " window.jupyterapp.shell.currentWidget.sessionContext.session &&"
+            " window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+        )
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        root = page.wait_for_selector(".gv-stepper .gv-canvas svg").evaluate_handle(
+            "(svg) => svg.closest('.gv-stepper')"
+        )
+        nodes = int(page.evaluate(KERNEL_EXEC, "print(len(rec.graph.nodes))"))
+        assert nodes > 150
+        # over 150 nodes with module data, the widget opens on the collapsed module view
+        assert root.get_attribute("data-view") == "collapsed-1"
+        page.evaluate(SEED, root)
+        assert _readable_steps(page, root, 12) > 3
+        step = root.get_attribute("data-step")
+        assert kernel_sees(page, "print(stepper.step)", str(step)) == str(step)
+
+        # the backward view is laid out by the kernel the first time it is chosen
+        assert page.evaluate(KERNEL_EXEC, "print('backward' in stepper.svgs)") == "False"
+        page.evaluate(CHOOSE_VIEW, [root, "backward"])
+        page.wait_for_function(
+            "(r) => r.dataset.view === 'backward' && r.querySelector('.gv-canvas svg')", arg=root
+        )
+        assert kernel_sees(page, "print('backward' in stepper.svgs)", "True") == "True"
+        assert _readable_steps(page, root, 12) > 3
+
+        # search jumps to a parameter's AccumulateGrad, and the kernel agrees on the step
+        search = root.query_selector(".gv-search-input")
+        search.fill("norm1.weight")
+        found = root.get_attribute("data-found")
+        assert found is not None
+        code = f"print(rec.graph.node({found!r}).type_name, rec.step_for({found!r}).index)"
+        expected = f"AccumulateGrad {root.get_attribute('data-step')}"
+        assert kernel_sees(page, code, expected) == expected
+
+        # presentation mode from the keyboard, with JupyterLab's own shortcuts around it
+        root.query_selector(".gv-stage").click()
+        before = int(root.get_attribute("data-step") or 0)
+        page.keyboard.press("f")
+        assert "gv-present" in (root.get_attribute("class") or "")
+        page.keyboard.press("PageDown")
+        assert root.get_attribute("data-step") == str(before + 1)
+        # a real model does not fit readably on the screen: the camera keeps following
+        where = page.evaluate(ACTIVE, root)
+        assert where["active"] is not None and where["inside"], where
+        assert where["textPx"] >= 12 - 1e-6, where
+        page.screenshot(path=str(tmp_path / "present.png"))
+        page.keyboard.press("Escape")
+        assert "gv-present" not in (root.get_attribute("class") or "")
+        expected = str(before + 1)
+        assert kernel_sees(page, "print(stepper.step)", expected) == expected
+    if errors:  # JupyterLab's own errors are shown, not failed on; ours come from a blob:
+        print("\npage errors:", *errors, sep="\n  ")
+    assert not [e for e in errors if "blob:" in e], errors
