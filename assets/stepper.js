@@ -1043,6 +1043,8 @@ export function mount(el, model) {
   main.append(stage, panel);
   root.append(bar, tools, main);
   el.append(root);
+  // explanations (assets/explain.js, where shipped): each adds controls, overlays, panel rows
+  const extras = EXTENSIONS.flatMap((make) => make({ root, bar, tools, main, panel, data, prefix, go, render, view: () => view }) || []);
 
   const views = new Map();
   let view = null;
@@ -1230,6 +1232,9 @@ export function mount(el, model) {
     else fillPanel(data.steps[index] || {}, index);
     if (presenter) presenter.update(index);
     if (grads) grads.apply(view, index);
+    const extraRows = [];
+    for (const x of extras) x.update(view, index, extraRows);
+    panel.append(...extraRows);
   }
 
   function go(index) {
@@ -1331,6 +1336,7 @@ export function mount(el, model) {
     const box = tag === "INPUT" && event.target.type === "checkbox"; // keys still step
     if ((tag === "INPUT" && !box) || tag === "SELECT" || tag === "TEXTAREA") return;
     if (presenter.key(event)) return;
+    if (extras.some((x) => x.key(event))) return; // m memory, h health, d first difference
     const keys = {
       PageDown: () => go(current() + 1),
       PageUp: () => go(current() - 1),
@@ -1490,6 +1496,13 @@ export function mount(el, model) {
     for (const undo of cleanups) undo();
     root.remove();
   };
+}
+
+// Explanations (#18, assets/explain.js) register here: extend(make), where make(ctx) returns
+// parts with update(view, index, panelRows) and key(event), or null when the data has none.
+const EXTENSIONS = [];
+export function extend(make) {
+  EXTENSIONS.push(make);
 }
 
 // anywidget's entry point. Once the live stepper shows, the static picture published

@@ -55,6 +55,7 @@ from gradviz.replay.frames import (
     step_svg,
 )
 from gradviz.stepper.display import notebook_bundle
+from gradviz.stepper.diffpage import diff_html
 from gradviz.stepper.page import replay_html
 
 __all__ = [
@@ -148,6 +149,15 @@ class Graph(_graph.Graph):
         return bundle
 
 
+class SteppableDiff(RecordingDiff):
+    """A ``RecordingDiff`` whose page steps: ``html()`` and ``save("diff.html")`` replay
+    recording A on the union layout with both runs' gradients per node, the nodes found in
+    one run only marked, and a "First difference" control (``gradviz.stepper.diffpage``)."""
+
+    def html(self, title: str = "gradviz diff", **options: Any) -> str:
+        return diff_html(self, title, **options)
+
+
 class Recording(_recording.Recording):
     """A recorded backward pass (``gradviz.model.recording.Recording``) that replays itself.
 
@@ -170,7 +180,8 @@ class Recording(_recording.Recording):
             raise GradvizError(
                 f"diff() compares two recordings, not a {type(other).__name__}: rec_a.diff(rec_b)"
             )
-        return diff_recordings(self, other)
+        found = diff_recordings(self, other)
+        return SteppableDiff(found.a, found.b, found.changes, found.only_a, found.only_b, found.union)
 
     def memory(self) -> MemoryTimeline:
         """The bytes each node's saved tensors hold, freed as backward passes them, with

@@ -78,12 +78,19 @@ def test_weights_are_flagged_as_owned_by_a_leaf() -> None:
     assert memory.leaf_owned == owned
 
 
-def test_panel_data_has_the_running_total_and_peak() -> None:
+def test_replay_data_has_the_running_total_and_peak() -> None:
+    """The stepper's compact memory data adds up to the timeline, step by step."""
     x = torch.randn(10, requires_grad=True)
     rec = gradviz.record((x.exp() * 2).sum())
-    steps = replay_data(rec)["steps"]
-    assert len(steps) == len(rec) + 1
-    peak = format_bytes(rec.memory().peak)
-    for panel, step in zip(steps, rec.memory().steps, strict=True):
-        assert panel["memory"]["peak"] == peak
-        assert panel["memory"]["total"] == format_bytes(step.total)
+    data = replay_data(rec, explain=True)
+    memory, timeline = data["memory"], rec.memory()
+    assert len(memory["flight"]) == len(rec) + 1 == data["count"]
+    assert memory["peak"] == timeline.peak and memory["saved"] == timeline.saved_total
+    freed, grads, held, dot_grad = dict(memory["freed"]), dict(memory["grads"]), memory["saved"], 0
+    for step in timeline.steps:  # what the browser sums up
+        held -= freed.get(step.index, 0)
+        dot_grad = grads.get(step.index, dot_grad)
+        assert held == step.saved
+        assert held + memory["flight"][step.index] + dot_grad == step.total
+    assert "memory" not in replay_data(rec) and "memory" not in data["steps"][0]
+    assert format_bytes(memory["peak"]).endswith("B")

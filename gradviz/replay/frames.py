@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradviz.analysis.memory import saved_memory
 from gradviz.atomic import atomic_write
 from gradviz.explain.steps import describe_step, narrate
 from gradviz.model.forward import FOp, Forward
@@ -44,6 +43,7 @@ from gradviz.render.theme import Theme
 from gradviz.render.views import to_dot
 from gradviz.render.watched import combined_sides
 from gradviz.replay.modules import _boxes, box_class, module_css, view_options
+from gradviz.replay.overlays import overlay_data
 from gradviz.replay.styles import SvgTemplate, step_css
 
 __all__ = [
@@ -639,8 +639,11 @@ def replay_data(
     prefix: str | None = None,
     born: dict[str, dict[str, int]] | None = None,
     depths: Sequence[int] = (),
+    explain: bool = False,
 ) -> dict[str, Any]:
     """Everything the browser stepper needs besides the SVG, as plain JSON data.
+
+    ``explain``: add the memory and gradient-health overlays (``gradviz.replay.overlays``).
 
     ``born``: per view, when each element appears (``_born``); ``replay_born`` computes it.
     ``depths``: the collapse depths of the module views shipped (their boxes' schedule).
@@ -649,9 +652,6 @@ def replay_data(
     """
     prefix = prefix or recording.graph.prefix
     steps = [describe_step(recording, i) for i in range(len(recording.steps) + 1)]
-    timeline = saved_memory(recording)
-    for panel, memory in zip(steps, timeline.steps, strict=True):
-        panel["memory"] = memory.panel(timeline.peak)
     data: dict[str, Any] = {
         "prefix": prefix,
         "count": len(recording.steps) + 1,
@@ -659,6 +659,8 @@ def replay_data(
         "steps": steps,
     }
     data.update(classroom_data(recording, prefix))
+    if explain:
+        data.update(overlay_data(recording, data["schedule"], prefix))
     count = len(recording.forward_ops)
     if count:
         data["first"] = -count

@@ -33,6 +33,7 @@ from gradviz.replay.frames import (
     replay_options,
 )
 from gradviz.replay.modules import module_css, module_views, view_options
+from gradviz.replay.overlays import EXPLAIN_MAX_NODES
 from gradviz.replay.styles import step_css
 
 __all__ = [
@@ -172,9 +173,13 @@ def stepper_payload(
     step: int | None = None,
     views: Sequence[str] | None = None,
     lazy: bool = False,
+    explain: bool | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """The views laid out, the schedule, the panel data and the stylesheets.
+
+    ``explain``: ship the memory and gradient-health toggles' data (default: for graphs of
+    up to ``EXPLAIN_MAX_NODES`` nodes, to keep big pages light).
 
     ``views`` leaves views out (default: every view, ``available_views``); ``lazy`` lays
     out only the view the stepper opens on (the widget asks the kernel for the others when
@@ -191,7 +196,9 @@ def stepper_payload(
     render_options = replay_options(recording, **options)
     theme: Theme = render_options.theme
     prefix = render_options.prefix or recording.graph.prefix
-    data = replay_data(recording, prefix, None, depths)
+    if explain is None:
+        explain = len(recording.graph.nodes) <= EXPLAIN_MAX_NODES
+    data = replay_data(recording, prefix, None, depths, explain=explain)
     born: dict[str, dict[str, int]] = {}
     svgs: dict[str, str] = {}
     laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
@@ -340,6 +347,9 @@ def content_security_policy(script: str) -> str:
     )
 
 
+EXPLAINED = {"memory", "health", "diff"}  # data keys that need assets/explain.js
+
+
 COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+base64
 
 
@@ -380,18 +390,25 @@ def replay_html(
     title: str | None = None,
     views: Sequence[str] | None = None,
     compress: bool | None = None,
+    extra_data: dict[str, Any] | None = None,
+    after: str = "",
     **options: Any,
 ) -> str:
     """One self-contained page: the stepper's JS, CSS, the views' SVGs and the data inline.
 
     ``views`` leaves views out (``available_views``); ``compress`` ships the data
-    gzip+base64 (default: when it is big)."""
+    gzip+base64 (default: when it is big). ``extra_data`` joins the stepper's data (a
+    diff's per-node numbers); ``after``: trusted, already escaped markup after the stepper."""
     payload = stepper_payload(recording, views=views, **options)  # laid out at the final step
+    payload["data"].update(extra_data or {})
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
     attributes, text = packed_state(state, compress)
     css = asset_text("stepper.css")
     js = _script_safe_js(compact_js(asset_text("stepper.js")))
+    if EXPLAINED & set(payload["data"]):  # the explanations' code only where they have data
+        css += asset_text("explain.css")
+        js += _script_safe_js(compact_js(asset_text("explain.js")))
     script = f"\n{js}\nmountStandalone();\n"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:
@@ -416,6 +433,7 @@ def replay_html(
         f"<script {attributes}>{text}</script>\n"
         f"<noscript>{fallback}</noscript>\n"
         f'<script type="module">{script}</script>\n'
+        f"{after}"
         "</body>\n</html>\n"
     )
 

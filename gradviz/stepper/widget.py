@@ -65,8 +65,8 @@ def _step_number(value: object, where: str) -> int:
 class Stepper(anywidget.AnyWidget):
     """Step through a recorded backward pass; ``step`` is synced with the browser."""
 
-    _esm = asset_text("stepper.js")
-    _css = asset_text("stepper.css")
+    _esm = asset_text("stepper.js") + "\n" + asset_text("explain.js")  # explain: #18's toggles
+    _css = asset_text("stepper.css") + asset_text("explain.css")
 
     step = traitlets.Int(0).tag(sync=True)
     view = traitlets.Unicode("backward").tag(sync=True)
@@ -108,7 +108,7 @@ class Stepper(anywidget.AnyWidget):
             raise InvalidArgument(f"view={opening!r}: this stepper has the views {list(chosen)}")
         payload = stepper_payload(recording, views=chosen, lazy=True, **options)
         self.recording = recording
-        self._options = options
+        self._options = {k: v for k, v in options.items() if k != "explain"}  # not a layout's
         super().__init__(
             svgs=payload["svgs"],
             data=wire_safe(payload["data"]),  # names may hold anything

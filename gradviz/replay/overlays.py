@@ -1,0 +1,133 @@
+"""The stepper's explanation overlays as compact data: memory, gradient health, a diff.
+
+The browser (``assets/explain.js``) draws them as toggles on the replay; everything here is
+plain JSON of numbers, aligned with the replay's schedule so that no element id is sent
+twice (page weight: a 4-layer GPT page stays under 1.5 MB per 1,000 nodes).
+
+- ``memory``: what each node's saved tensors hold and, per step, what is freed, what is in
+  flight and in ``.grad`` (``gradviz.analysis.memory``); the browser sums them up.
+- ``health``: log10‖g‖ of each scheduled edge, in ``schedule["edges"]`` order, with the
+  vanishing and exploding thresholds (``gradviz.analysis.health``), and per module the
+  norm of its parameters' gradients after each step that added to it.
+- ``diff``: per node of recording A, the norms of what it sent in A and in B, whether they
+  are equal, and the nodes found in one run only (``gradviz.analysis.diff``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gradviz.analysis.diff import RecordingDiff
+from gradviz.analysis.health import gradient_health
+from gradviz.analysis.memory import saved_memory
+from gradviz.model.recording import Recording
+from gradviz.model.values import Role
+
+__all__ = ["diff_data", "health_data", "memory_data", "overlay_data"]
+
+EXPLAIN_MAX_NODES = 150  # pages of bigger graphs ship the overlays only when asked
+
+
+def _short(value: float) -> float:
+    """Four significant digits: what a panel or a bar can show."""
+    return float(f"{value:.4g}")
+
+
+def memory_data(recording: Recording) -> dict[str, Any] | None:
+    """Saved bytes per node, and per step what was freed, in flight and in ``.grad``
+    (None when the graph saved nothing, or was not traced live)."""
+    timeline = saved_memory(recording)
+    nodes = {node: size for node, size in timeline.node_bytes.items() if size}
+    if not nodes:
+        return None
+    grads: list[list[int]] = []
+    for step in timeline.steps:
+        if not grads or grads[-1][1] != step.grads:
+            grads.append([step.index, step.grads])
+    return {
+        "nodes": nodes,
+        "saved": timeline.saved_total,
+        "freed": [[s.index, s.freed] for s in timeline.steps if s.freed],
+        "flight": [s.in_flight for s in timeline.steps],
+        "grads": grads,
+        "peak": timeline.peak,
+        "peak_step": timeline.peak_step,
+        "owned": timeline.leaf_owned,
+        "retained": timeline.retained,
+    }
+
+
+def _log(norm: float | None, band: str) -> float | str | None:
+    if band == "zero":
+        return "z"
+    if band == "nonfinite":
+        return "n"
+    if norm is None or norm <= 0 or math.isinf(norm) or math.isnan(norm):
+        return None
+    return round(math.log10(norm), 2)
+
+
+def health_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """log10‖g‖ per scheduled edge ("z": zero, "n": NaN/Inf, None: unknown) and the
+    per-module norms of the parameters' gradients as the steps add to them."""
+    health = gradient_health(recording)
+    logs: dict[str, float | str | None] = {}
+    for key, edge in health.edges.items():
+        logs[f"{prefix}_e_{key.replace('.', '_')}"] = _log(edge.norm, edge.band)
+    per_module: dict[str, list[tuple[int, float]]] = {}
+    for record in recording.graph.tensors:
+        norm = health.leaf_norms.get(record.name or "")
+        if record.role is not Role.LEAF or norm is None or record.node_id is None:
+            continue
+        step = recording.step_for(record.node_id)
+        if step is not None:
+            module = (record.name or "").rpartition(".")[0]
+            per_module.setdefault(module, []).append((step.index, norm))
+    modules = []
+    for module, hits in per_module.items():
+        series, squares = [], 0.0
+        for index, norm in sorted(hits):
+            squares += norm * norm
+            if series and series[-1][0] == index:
+                series.pop()
+            series.append([index, _short(math.sqrt(squares))])
+        modules.append([module or "(top level)", series])
+    modules.sort(key=lambda m: m[1][0][0])  # in the order backward reaches them
+    return {
+        "v": round(math.log10(health.vanishing_below), 3),
+        "x": round(math.log10(health.exploding_above), 3),
+        "edges": [logs.get(element) for element in schedule["edges"]],
+        "modules": modules,
+    }
+
+
+def overlay_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The ``memory`` and ``health`` keys of the replay data (memory only when known)."""
+    data: dict[str, Any] = {"health": health_data(recording, schedule, prefix)}
+    memory = memory_data(recording)
+    if memory is not None:
+        data["memory"] = memory
+    return data
+
+
+def diff_data(diff: RecordingDiff) -> dict[str, Any]:
+    """Per node of A ``[‖A‖, ‖B‖, same, step in B]`` (norms to 4 digits, None unknown),
+    the nodes in one run only (B's as ``b_<id>``, as in the union graph), and the first
+    differing step of A with its node."""
+
+    def norm(value: float | None) -> float | None:
+        return None if value is None else _short(value)
+
+    first = diff.first_difference
+    return {
+        "nodes": {
+            c.node_a: [norm(c.norm_a), norm(c.norm_b), int(c.same), c.step_b]
+            for c in diff.changes
+        },
+        "only_a": list(diff.only_a),
+        "only_b": [f"b_{n}" for n in diff.only_b],
+        "first": None if first is None else first.step_a,
+        "first_node": None if first is None else first.node_a,
+        "steps_b": len(diff.b.steps),
+    }
