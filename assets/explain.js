@@ -226,7 +226,7 @@ class HealthOverlay {
     for (const [name, series] of h.modules) {
       const r = element("div", "gv-health-row");
       r.dataset.module = name;
-      const label = element("span", "gv-health-name", name);
+      const label = element("span", "gv-health-name", name.length > 16 ? `…${name.slice(-15)}` : name);
       label.title = name;
       const track = element("span", "gv-health-track");
       const bar = element("span", "gv-health-bar");
