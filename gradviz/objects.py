@@ -54,8 +54,8 @@ from gradviz.replay.frames import (
     save_steps,
     step_svg,
 )
-from gradviz.stepper.display import notebook_bundle
 from gradviz.stepper.diffpage import diff_html
+from gradviz.stepper.display import notebook_bundle
 from gradviz.stepper.page import replay_html
 
 __all__ = [
@@ -180,8 +180,8 @@ class Recording(_recording.Recording):
             raise GradvizError(
                 f"diff() compares two recordings, not a {type(other).__name__}: rec_a.diff(rec_b)"
             )
-        found = diff_recordings(self, other)
-        return SteppableDiff(found.a, found.b, found.changes, found.only_a, found.only_b, found.union)
+        d = diff_recordings(self, other)
+        return SteppableDiff(d.a, d.b, d.changes, d.only_a, d.only_b, d.union)
 
     def memory(self) -> MemoryTimeline:
         """The bytes each node's saved tensors hold, freed as backward passes them, with

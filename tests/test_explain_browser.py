@@ -131,8 +131,9 @@ def test_health_toggle_draws_edges_by_norm_and_follows_modules(
     model = mlp()
     x = torch.randn(5, 4)
     loss = (model(x) * 1e-9).sum()  # every gradient below 1e-6: vanishing
-    grads = dict(zip(("0.weight", "0.bias", "2.weight", "2.bias"),
-                     torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)))  # fmt: skip
+    names = [name for name, _ in model.named_parameters()]
+    values = torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)
+    grads = dict(zip(names, values, strict=True))
     rec = gradviz.record(loss, params=model)
     page, root, errors = opened(browser, rec.save(tmp_path / "health.html"))
     assert page.eval_on_selector(".gv-health-strip", "e => e.hidden")
@@ -151,9 +152,10 @@ def test_health_toggle_draws_edges_by_norm_and_follows_modules(
     assert "gv-h-active" in row.get_attribute("class")  # its weight's gradient arrives now
     page.keyboard.press("End")
     for module in ("0", "2"):
-        norm = math.sqrt(sum(float(grads[f"{module}.{p}"].square().sum()) for p in ("weight", "bias")))
-        shown = root.eval_on_selector(f".gv-health-row[data-module='{module}'] .gv-health-value",
-                                      "e => Number(e.dataset.norm)")  # fmt: skip
+        squares = [float(grads[f"{module}.{p}"].square().sum()) for p in ("weight", "bias")]
+        value = f".gv-health-row[data-module='{module}'] .gv-health-value"
+        shown = root.eval_on_selector(value, "e => Number(e.dataset.norm)")
+        norm = math.sqrt(sum(squares))
         assert shown == pytest.approx(norm, rel=1e-3)
     bars = root.eval_on_selector_all(".gv-health-bar", "bs => bs.map(b => b.className)")
     assert all("gv-h-vanishing" in b for b in bars)

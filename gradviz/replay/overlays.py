@@ -84,15 +84,16 @@ def health_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> 
         if step is not None:
             module = (record.name or "").rpartition(".")[0]
             per_module.setdefault(module, []).append((step.index, norm))
-    modules = []
+    modules: list[tuple[str, list[tuple[int, float]]]] = []
     for module, hits in per_module.items():
-        series, squares = [], 0.0
+        series: list[tuple[int, float]] = []
+        squares = 0.0
         for index, norm in sorted(hits):
             squares += norm * norm
             if series and series[-1][0] == index:
                 series.pop()
-            series.append([index, _short(math.sqrt(squares))])
-        modules.append([module or "(top level)", series])
+            series.append((index, _short(math.sqrt(squares))))
+        modules.append((module or "(top level)", series))
     modules.sort(key=lambda m: m[1][0][0])  # in the order backward reaches them
     return {
         "v": round(math.log10(health.vanishing_below), 3),
@@ -122,8 +123,7 @@ def diff_data(diff: RecordingDiff) -> dict[str, Any]:
     first = diff.first_difference
     return {
         "nodes": {
-            c.node_a: [norm(c.norm_a), norm(c.norm_b), int(c.same), c.step_b]
-            for c in diff.changes
+            c.node_a: [norm(c.norm_a), norm(c.norm_b), int(c.same), c.step_b] for c in diff.changes
         },
         "only_a": list(diff.only_a),
         "only_b": [f"b_{n}" for n in diff.only_b],
