@@ -1,0 +1,71 @@
+"""The explanations' data (#18) as the stepper gets it: aligned with the schedule, checked
+against PyTorch, shipped (with its front-end code) only where a page has it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import gradviz
+from gradviz.replay.frames import replay_data
+from gradviz.replay.overlays import EXPLAIN_MAX_NODES
+from gradviz.stepper.page import asset_text, compact_js, replay_html, unpack_state
+
+
+def chain() -> tuple[gradviz.Recording, list[torch.Tensor], list[torch.Tensor]]:
+    x = torch.randn(6, requires_grad=True)
+    a = x * 3
+    b = a.tanh()
+    c = b.exp()
+    loss = c.sum()
+    grads = list(torch.autograd.grad(loss, [c, b, a], retain_graph=True))
+    return gradviz.record(loss), [loss, c, b], grads
+
+
+def test_health_logs_follow_the_schedule_and_match_autograd() -> None:
+    rec, sources, grads = chain()
+    data = replay_data(rec, explain=True)
+    order = list(data["schedule"]["edges"])
+    logs = dict(zip(order, data["health"]["edges"], strict=True))
+    for tensor, grad in zip(sources, grads, strict=True):
+        node = next(n for n in rec.graph.nodes if n.torch_node is tensor.grad_fn)
+        (edge,) = [e for e in rec.graph.out_edges(node.id) if e.dst is not None]
+        element = f"{rec.graph.prefix}_e_{edge.src}_{edge.slot}"
+        expected = math.log10(float(torch.linalg.vector_norm(grad)))
+        assert logs[element] == pytest.approx(expected, abs=0.006)
+    assert data["health"]["v"] == -6 and data["health"]["x"] == 3
+
+
+def test_zero_and_module_norms() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    loss = (model(torch.randn(2, 3)) * 0).sum()
+    rec = gradviz.record(loss, params=model)
+    health = replay_data(rec, explain=True)["health"]
+    assert "z" in health["edges"]
+    assert [name for name, _ in health["modules"]] == ["1", "0"]  # the order backward reaches
+    for _, series in health["modules"]:
+        assert series[-1][1] == 0.0
+
+
+def test_the_page_ships_the_code_only_with_the_data(tmp_path: pytest.TempPathFactory) -> None:
+    rec, _, _ = chain()
+    code = compact_js(asset_text("explain.js"))
+    small = replay_html(rec)
+    assert code in small and "memory" in unpack_state(small)["data"]
+    bare = replay_html(rec, explain=False)
+    assert code not in bare and asset_text("explain.css") not in bare
+    assert not {"memory", "health"} & set(unpack_state(bare)["data"])
+    assert len(rec.graph.nodes) <= EXPLAIN_MAX_NODES
+
+
+def test_the_widget_has_the_toggles() -> None:
+    rec, _, _ = chain()
+    stepper = gradviz.Stepper(rec)
+    assert "class MemoryOverlay" in stepper._esm and "gv-health-strip" in stepper._css
+    assert {"memory", "health"} <= set(stepper.data)
+    assert "health" not in gradviz.Stepper(rec, explain=False).data
+    off = gradviz.Stepper(rec, explain=True, view="backward")
+    off.ensure_view("combined")  # a later layout does not get explain= as a render option
