@@ -9,7 +9,8 @@
 //   sparkline, and why a second backward() fails without retain_graph=True;
 // - data.health: log10 of each scheduled edge's gradient norm and the per-module norms; the
 //   toggle (key h) draws each edge that carried a gradient by its width and its band's
-//   colour (vanishing / healthy / exploding) and shows the per-module strip beside the graph;
+//   colour (vanishing / healthy / exploding) and shows the per-module strip beside the graph
+//   (the module the active node runs in shaded, one receiving its gradients now outlined);
 // - data.diff (a diff page): nodes in one run only marked, the panel has both runs' norms
 //   and their ratio, and "First difference" (key d) jumps to the first step that differs.
 // Each part is a class with update(view, index), key(event) and the panel rows it adds.
@@ -282,9 +283,14 @@ class HealthOverlay {
   update(view, index, parts) {
     if (!this.on || !view) return;
     this.paint(view, index);
+    // the module the active node runs in (under watch(model)): its rows, and those inside it
+    const path = index >= 0 ? String((this.ctx.data.steps[index] || {}).module || "").split(" (")[0] : "";
     for (const row of this.rows) {
       let norm = null;
       for (const [step, value] of row.series) if (step <= index) norm = value;
+      const name = row.r.dataset.module;
+      const here = path !== "" && (name === path || name.startsWith(`${path}.`) || path.startsWith(`${name}.`));
+      row.r.classList.toggle("gv-h-here", here);
       row.r.classList.toggle("gv-h-active", row.series.some(([step]) => step === index));
       row.r.classList.toggle("gv-h-none", norm === null);
       row.value.textContent = norm === null ? "—" : Number(norm).toExponential(2);

@@ -221,5 +221,14 @@ def test_on_a_watched_gpt(browser: Any, tmp_path: Path) -> None:
     modules = {m.module for m in rec.health().modules}
     rows = root.eval_on_selector_all(".gv-health-row", "rs => rs.map(r => r.dataset.module)")
     assert set(rows) == {m or "(top level)" for m in modules}
+    # the strip marks the module the active node runs in (its panel says which)
+    state = unpack_state(path.read_text())
+    step = next(
+        i for i, s in enumerate(state["data"]["steps"]) if "self_attn" in s.get("module", "")
+    )
+    root.evaluate(GOTO, step)
+    module = state["data"]["steps"][step]["module"].split(" (")[0]
+    here = root.eval_on_selector_all(".gv-h-here", "rs => rs.map(r => r.dataset.module)")
+    assert here and all(m.startswith(module) or module.startswith(m) for m in here)
     page.screenshot(path=str(tmp_path / "gpt.png"))
     assert not errors
