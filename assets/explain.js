@@ -214,6 +214,7 @@ class HealthOverlay {
     this.button = toggleButton("Health", "Gradient health: edge width and colour by log10‖g‖, per-module norms (h)", () => this.toggle());
     this.button.classList.add("gv-health-btn");
     ctx.tools.append(this.button);
+    this.painted = new Map(); // view -> Map(edge id -> the band it shows)
     this.strip = element("div", "gv-health-strip");
     this.strip.hidden = true;
     ctx.main.insertBefore(this.strip, ctx.panel);
@@ -253,7 +254,7 @@ class HealthOverlay {
     this.button.classList.toggle("gv-on", this.on);
     this.ctx.root.classList.toggle("gv-show-health", this.on);
     this.strip.hidden = !this.on;
-    if (!this.on && this.ctx.view()) this.paint(this.ctx.view(), -Infinity);
+    if (!this.on) for (const view of this.painted.keys()) this.paint(view, -Infinity);
     this.ctx.render();
   }
 
@@ -261,12 +262,17 @@ class HealthOverlay {
     return useKey(event, "h", () => this.toggle());
   }
 
-  // Edges that carried their gradient by `index`: width by log10‖g‖, colour by band.
+  // Edges that carried their gradient by `index`: width by log10‖g‖, colour by band. Only
+  // the edges whose band changed since the last paint of this view touch the DOM.
   paint(view, index) {
+    if (!this.painted.has(view)) this.painted.set(view, new Map());
+    const shown = this.painted.get(view);
     for (const [id, at, log] of this.edges) {
       const el = view.byId.get(id);
       if (!el) continue;
       const band = at <= index ? this.band(log) : null;
+      if ((shown.get(id) || null) === band) continue;
+      shown.set(id, band);
       for (const b of BANDS) el.classList.toggle(`gv-h-${b}`, band === b);
       const path = el.querySelector("path");
       if (band && typeof log === "number") {
