@@ -183,7 +183,8 @@ class MemoryOverlay {
     svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
     svg.setAttribute("preserveAspectRatio", "none");
     const line = document.createElementNS(ns, "polyline");
-    line.setAttribute("points", this.total.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" "));
+    this.points = this.points || this.total.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+    line.setAttribute("points", this.points);
     line.setAttribute("class", "gv-spark-line");
     const now = document.createElementNS(ns, "line");
     now.setAttribute("class", "gv-spark-now");
