@@ -1,6 +1,6 @@
 // gradviz stepper, explanations (#18): memory, gradient health and the diff of two runs.
 //
-// Appended to stepper.js (same module scope: element, button, extend) where the data has
+// Appended to the stepper's main module (same scope: element, button, extend) where the data has
 // them: the offline page inlines this file only then, the notebook widget always. The data
 // comes from gradviz/replay/overlays.py as compact arrays:
 // - data.memory: saved bytes per node, and per step what is freed, in flight and in .grad;
