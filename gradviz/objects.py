@@ -74,13 +74,15 @@ __all__ = [
 
 class SaveKeywords(RenderKeywords, total=False):
     """``Recording.save``'s keywords: the render options, plus what a page takes
-    (``title``; ``views`` leaves views out; ``compress`` ships the data gzip+base64) and
+    (``title``; ``views`` leaves views out; ``compress`` ships the data gzip+base64;
+    ``explain`` ships the Memory and Health toggles, default: up to 150 nodes) and
     what the SVG takes (``step``, ``health``). A keyword the chosen format cannot use
     raises ``InvalidArgument``."""
 
     title: str | None
     views: Sequence[str] | None
     compress: bool | None
+    explain: bool | None
     step: int | None
     health: bool
 
@@ -88,12 +90,12 @@ class SaveKeywords(RenderKeywords, total=False):
 # What each format of ``Recording.save`` takes besides the render options (None: nothing).
 _FORMAT_KEYWORDS: dict[str, frozenset[str] | None] = {
     ".svg": frozenset({"step", "health"}),
-    ".html": frozenset({"title", "views", "compress", "step"}),
+    ".html": frozenset({"title", "views", "compress", "step", "explain"}),
     ".pdf": frozenset(),
     ".pptx": frozenset(),
     ".json": None,
 }
-_PAGE_OR_SVG = frozenset({"title", "views", "compress", "step", "health"})
+_PAGE_OR_SVG = frozenset({"title", "views", "compress", "step", "health", "explain"})
 
 
 def _check_save_keywords(target: Path, options: Mapping[str, object]) -> None:

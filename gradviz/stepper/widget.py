@@ -84,10 +84,12 @@ class Stepper(anywidget.AnyWidget):
         step: int | None = None,
         view: str | None = None,
         views: Sequence[str] | None = None,
+        explain: bool | None = None,
         **options: Unpack[StyleKeywords],
     ) -> None:
         """``view``: the view to open on (default: the collapsed module view above
-        ``COLLAPSED_DEFAULT_NODES`` nodes, else ``backward``); ``views`` leaves views out.
+        ``COLLAPSED_DEFAULT_NODES`` nodes, else ``backward``); ``views`` leaves views out;
+        ``explain``: the Memory and Health toggles (default: graphs of up to 150 nodes).
         Only the opening view is laid out now: the browser asks for another one the first
         time it is chosen (``view`` set from Python does the same)."""
         if not isinstance(recording, Recording):
@@ -106,9 +108,9 @@ class Stepper(anywidget.AnyWidget):
         opening = view or default_view(recording, chosen)
         if opening not in chosen:
             raise InvalidArgument(f"view={opening!r}: this stepper has the views {list(chosen)}")
-        payload = stepper_payload(recording, views=chosen, lazy=True, **options)
+        payload = stepper_payload(recording, views=chosen, lazy=True, explain=explain, **options)
         self.recording = recording
-        self._options = {k: v for k, v in options.items() if k != "explain"}  # not a layout's
+        self._options = options
         super().__init__(
             svgs=payload["svgs"],
             data=wire_safe(payload["data"]),  # names may hold anything
