@@ -113,12 +113,12 @@ def overlay_data(recording: Recording, schedule: dict[str, Any], prefix: str) ->
 
 
 def diff_data(diff: RecordingDiff) -> dict[str, Any]:
-    """Per node of A ``[‖A‖, ‖B‖, same, step in B]`` (norms to 4 digits, None unknown),
+    """Per node of A ``[‖A‖, ‖B‖, same, step in B]`` (norms to 6 digits, None unknown),
     the nodes in one run only (B's as ``b_<id>``, as in the union graph), and the first
     differing step of A with its node."""
 
-    def norm(value: float | None) -> float | None:
-        return None if value is None else _short(value)
+    def norm(value: float | None) -> float | None:  # six digits: the ratio's four hold
+        return None if value is None else float(f"{value:.6g}")
 
     first = diff.first_difference
     return {
