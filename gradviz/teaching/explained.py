@@ -33,6 +33,7 @@ class Explained:
     about: str
     files: list[Path] = field(default_factory=list)
     text: str = ""
+    wide: bool = False  # a long, flat drawing: previewed across the whole row
 
 
 def _why_no_grad(folder: Path) -> Explained:
@@ -107,6 +108,7 @@ def _health(folder: Path) -> Explained:
     path = folder / "health.svg"
     atomic_write(path, recording.svg(health=True, direction="left-right"))
     done.files.append(path)
+    done.wide = True
     done.text = "\n".join(f"layer {m.module}: ‖grad‖ = {m.norm:.2e}" for m in health.modules) + (
         f"\n{len(health.band('vanishing'))} edges in the vanishing band"
     )
@@ -187,8 +189,9 @@ def explained_section(out: Path, entries: list[Explained]) -> str:
     """The gallery's section for the entries: SVG previews, page links and the text."""
     cards = []
     for entry in entries:
+        wide = ' class="wide"' if entry.wide else ""
         figures = "".join(
-            f'<figure><a href="{_rel(p, out)}"><img src="{_rel(p, out)}" '
+            f'<figure{wide}><a href="{_rel(p, out)}"><img src="{_rel(p, out)}" '
             f'alt="{html.escape(entry.title)}"></a></figure>'
             for p in entry.files
             if p.suffix == ".svg"

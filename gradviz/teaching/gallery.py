@@ -242,6 +242,7 @@ def write_gallery(
         ".replay a{font-weight:600}"
         ".results{font-size:.9rem}"
         ".explained{font-size:.8rem;white-space:pre-wrap;background:#f6f6f6;padding:.5rem}"
+        "figure.wide{grid-column:1/-1}figure.wide img{height:auto}"
         "</style></head>\n<body><h1>gradviz lessons</h1>\n"
         "<p>Rendered by <code>make demo</code>, one section per lesson of the lecture "
         "notebooks (<code>notebooks/NN-*.ipynb</code>). Each lesson: the forward, backward "
