@@ -59,7 +59,10 @@ def test_replay_gives_what_pytorch_gives(item: Lesson) -> None:
     got = _recorded(built, recording)
     assert got.keys() == expected.keys()
     for name, value in expected.items():
-        assert value is not None and got[name] is not None, name
+        if value is None:  # PyTorch leaves it None (lesson 12: detached): so must the replay
+            assert got[name] is None and item.slug == "12-detach-cut", name
+            continue
+        assert got[name] is not None, name
         assert torch.equal(got[name], value), name
     assert recording.order == recording.predicted_order()
 

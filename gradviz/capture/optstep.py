@@ -18,10 +18,11 @@ from typing_extensions import Unpack
 from gradviz.capture.record import RecordKeywords, record
 from gradviz.errors import GradvizError
 from gradviz.model.optstep import OptimizerStep, ParamStep, StepSettings
+from gradviz.model.recording import Recording
 from gradviz.model.summarize import summarize
 from gradviz.model.values import Scalar, Summary
 
-__all__ = ["record_step"]
+__all__ = ["StepWatcher", "leaf_grads", "nonzero_grad", "record_step"]
 
 
 def record_step(
@@ -46,45 +47,103 @@ def record_step(
             f"record_step takes the loss tensor, not {type(loss).__name__}: "
             "gradviz.record_step(optimizer, loss)"
         )
-    labels = _labels(optimizer, params)
-    tracked = [(g, p) for g, group in enumerate(optimizer.param_groups) for p in group["params"]]
-    before = [p.detach().clone() for _, p in tracked]
-    # a .grad of zeros (zero_grad(set_to_none=False)) adds nothing: only a non-zero one
-    # means the step will use the sum of several backward passes
-    grads_before = [
-        None if p.grad is None or not bool(p.grad.any()) else p.grad.detach().clone()
-        for _, p in tracked
-    ]
-    state_before = [_state(optimizer, p) for _, p in tracked]
+    watcher = StepWatcher(optimizer, labels=_labels(optimizer, params))
     recording = record(loss, names=names, params=params, **options)
-    used = [None if p.grad is None else p.grad.detach().clone() for _, p in tracked]
+    watcher.take_grads()
     optimizer.step()
-    steps = []
-    for index, (group, param) in enumerate(tracked):
-        after = param.detach().clone()
-        update = after - before[index]
-        grad = used[index]
-        steps.append(
-            ParamStep(
-                name=labels.get(id(param), f"group{group}.param{index}"),
-                group=group,
-                before=summarize(before[index]),
-                after=summarize(after),
-                grad=None if grad is None else summarize(grad),
-                grad_before_backward=_maybe(grads_before[index]),
-                update=summarize(update),
-                weight_norm=_norm(before[index]),
-                update_norm=_norm(update),
-                grad_norm=None if grad is None else _norm(grad),
-                state_before=state_before[index],
-                state_after=_state(optimizer, param),
+    return watcher.finish(recording)
+
+
+class StepWatcher:
+    """What one ``optimizer.step()`` did, taken in two looks: before (the parameters, their
+    state and, unless given, their ``.grad`` before the backward) and after the step.
+
+    ``record_step`` makes one around its own backward and step; the command line makes one
+    from a global optimizer step hook. ``grads_before`` maps ``id(param)`` to the ``.grad``
+    it held before the backward (None: empty or zeros); parameters it leaves out are read
+    now. ``labels`` maps ``id(param)`` to its name.
+    """
+
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        labels: Mapping[int, str] | None = None,
+        grads_before: Mapping[int, torch.Tensor | None] | None = None,
+    ) -> None:
+        self.optimizer = optimizer
+        self.labels = dict(labels or {})
+        self.tracked = [
+            (g, p) for g, group in enumerate(optimizer.param_groups) for p in group["params"]
+        ]
+        self.before = [p.detach().clone() for _, p in self.tracked]
+        given = grads_before or {}
+        self.grads_before = [
+            given[id(p)] if id(p) in given else nonzero_grad(p) for _, p in self.tracked
+        ]
+        self.state_before = [_state(optimizer, p) for _, p in self.tracked]
+        self.used: list[torch.Tensor | None] = []
+
+    def take_grads(self) -> None:
+        """The gradients the step is about to use (call it right before ``step()``)."""
+        self.used = [None if p.grad is None else p.grad.detach().clone() for _, p in self.tracked]
+
+    def finish(self, recording: Recording) -> OptimizerStep:
+        """After ``step()``: each parameter's change and state, with ``recording``."""
+        steps = []
+        for index, (group, param) in enumerate(self.tracked):
+            after = param.detach().clone()
+            update = after - self.before[index]
+            grad = self.used[index] if self.used else None
+            steps.append(
+                ParamStep(
+                    name=self.labels.get(id(param), f"group{group}.param{index}"),
+                    group=group,
+                    before=summarize(self.before[index]),
+                    after=summarize(after),
+                    grad=None if grad is None else summarize(grad),
+                    grad_before_backward=_maybe(self.grads_before[index]),
+                    update=summarize(update),
+                    weight_norm=_norm(self.before[index]),
+                    update_norm=_norm(update),
+                    grad_norm=None if grad is None else _norm(grad),
+                    state_before=self.state_before[index],
+                    state_after=_state(self.optimizer, param),
+                )
             )
+        settings = StepSettings(
+            type(self.optimizer).__name__,
+            tuple(_hyper(group) for group in self.optimizer.param_groups),
         )
-    settings = StepSettings(
-        type(optimizer).__name__,
-        tuple(_hyper(group) for group in optimizer.param_groups),
-    )
-    return OptimizerStep(recording, settings, steps)
+        return OptimizerStep(recording, settings, steps)
+
+
+def nonzero_grad(param: torch.Tensor) -> torch.Tensor | None:
+    """A copy of ``param.grad``, or None when it is empty or all zeros: a ``.grad`` of zeros
+    (``zero_grad(set_to_none=False)``) adds nothing, so only a non-zero one means the step
+    will use the sum of several backward passes."""
+    grad = param.grad
+    return None if grad is None or not bool(grad.any()) else grad.detach().clone()
+
+
+def leaf_grads(roots: tuple[torch.Tensor, ...]) -> dict[int, torch.Tensor | None]:
+    """``nonzero_grad`` of every leaf that a backward from ``roots`` accumulates into, by
+    ``id``: what ``.grad`` held before that backward."""
+    found: dict[int, torch.Tensor | None] = {}
+    seen: set[int] = set()
+    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
+    for root in roots:
+        if root.grad_fn is None and root.requires_grad:
+            found[id(root)] = nonzero_grad(root)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            found[id(variable)] = nonzero_grad(variable)
+        stack += [child for child, _ in node.next_functions if child is not None]
+    return found
 
 
 def _labels(optimizer: torch.optim.Optimizer, module: torch.nn.Module | None) -> dict[int, str]:

@@ -23,7 +23,7 @@ import torch
 from gradviz.cli.capture import Capture, names_in, params_in
 from gradviz.cli.output import OutputError, fitted_dot, png_size, svg_scale, writable_folder
 from gradviz.errors import GradvizError
-from gradviz.objects import Recording, record
+from gradviz.objects import OptimizerStep, Recording, record
 from gradviz.render.theme import THEMES
 
 __all__ = ["PNG_MAX_SIZE", "main"]
@@ -107,6 +107,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="record without gradviz.watch(): no forward frames or module views, less overhead",
     )
+    render.add_argument(
+        "--no-optimizer-step",
+        action="store_true",
+        help="do not record the optimizer.step() after the recorded backward (it copies "
+        "every parameter twice)",
+    )
     render.add_argument("--steps", action="store_true", help="also one SVG per backward step")
     render.add_argument("--html", action="store_true", help="also an offline HTML replay")
     render.add_argument(
@@ -161,13 +167,15 @@ def _render(args: argparse.Namespace) -> int:
         _check_graphviz()
     started = time.perf_counter()
     _say(f"==> running {script}")
-    capture = Capture(call=args.call, watched=not args.no_watch)
+    capture = Capture(call=args.call, watched=not args.no_watch, steps=not args.no_optimizer_step)
     namespace, code = _run_script(script, args.script_args, capture)
     if code != 0:
         return code
     recording = _chosen_recording(namespace, capture, args.root)
     _say(f"    {len(recording.graph.nodes)} nodes, {len(recording.steps)} steps")
     written = _write(recording, args, script.stem)
+    if capture.optimizer_step is not None and recording is capture.recording:
+        written.append(_optimizer_step(capture.optimizer_step, args.out, script.stem))
     for path in written:
         if not path.name.startswith(("step-", "forward-")):
             _say(f"  wrote {path}")
@@ -329,6 +337,22 @@ def _write(recording: Recording, args: argparse.Namespace, stem: str) -> list[Pa
             _say(f"==> slides: one {suffix.upper()} page per frame")
             written.append(recording.save(out / f"{stem}-slides.{suffix}", **views))
     return written
+
+
+def _optimizer_step(step: OptimizerStep, out: Path, stem: str) -> Path:
+    """Say what the recorded call's ``optimizer.step()`` did; its whole account as text."""
+    ratios = [p.ratio for p in step.params if p.ratio is not None]
+    skipped = sum(p.skipped for p in step.params)
+    largest = f", largest update/weight {max(ratios):.3g}" if ratios else ""
+    _say(
+        f"==> then {step.settings.optimizer}.step() over {len(step.params)} parameters"
+        f"{largest}"
+        + (f", {skipped} skipped (.grad None)" if skipped else "")
+        + (", on accumulated gradients (no zero_grad before)" if step.accumulated else "")
+    )
+    path = out / f"{stem}-optimizer-step.txt"
+    path.write_text(step.text() + "\n", encoding="utf-8")
+    return path
 
 
 def _drawing(recording: Recording, path: Path, args: argparse.Namespace, views: Any) -> Path:

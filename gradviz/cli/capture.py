@@ -10,7 +10,9 @@ watched anew), and only the latest recording is kept.
 The forward pass of call ``N`` is what the script ran after call ``N - 1`` returned (or
 since it started, for the first call), which is a training loop's iteration; the
 optimizer's ``step()`` in between is left out (global optimizer step hooks pause the
-watch).
+watch). Those hooks also record the first ``optimizer.step()`` after the recorded call (and
+before the next ``backward()``) as ``record_step`` would: the parameters and state before
+and after, copied, while the optimizer's own ``step()`` runs untouched.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from torch.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 
+from gradviz.capture.optstep import StepWatcher, leaf_grads
 from gradviz.capture.watch import _ACTIVE
 from gradviz.errors import BackwardFailed, GradvizError, GraphFreed, NotOnGraph
-from gradviz.objects import Recording, Watch
+from gradviz.objects import OptimizerStep, Recording, Watch
 
 __all__ = ["Capture", "names_in", "params_in"]
 
@@ -87,7 +90,9 @@ class Capture:
     """Counts the script's backward calls and records the chosen one (``call``; None: the
     last). ``recording`` is that call's recording, ``call_recorded`` its number (1-based),
     ``calls`` how many backward calls the script made, ``root_name`` the root's name in the
-    calling scope and ``where`` its ``file:line``."""
+    calling scope and ``where`` its ``file:line``. ``optimizer_step`` is the first
+    ``optimizer.step()`` after the recorded call, before the next backward (``steps``:
+    record it)."""
 
     call: int | None = None
     watched: bool = True
@@ -101,6 +106,11 @@ class Capture:
     _busy: bool = False
     _resume: bool = False  # reopen the watch after optimizer.step()
     _scopes: list[dict[str, Any]] = field(default_factory=list)
+    steps: bool = True
+    optimizer_step: OptimizerStep | None = None
+    _grads_before: dict[int, torch.Tensor | None] | None = None  # set: a step may follow
+    _labels: dict[int, str] = field(default_factory=dict)
+    _stepping: StepWatcher | None = None
 
     def _wanted(self, number: int) -> bool:
         return self.call is None or number == self.call
@@ -137,13 +147,23 @@ class Capture:
             self._watch.explicit = dict(names_in(self._scope()))
             self._stopped = self._end_watch()
 
-    def _optimizer_starts(self, *_: Any) -> None:
-        """``optimizer.step()`` is not the next forward pass: it is left out of the frames."""
+    def _optimizer_starts(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
+        """``optimizer.step()`` is not the next forward pass: it is left out of the frames.
+        The first step after the recorded call is looked at, before and after."""
         if self._watch is not None:
             self._end_watch()
             self._resume = True
+        if self._grads_before is not None and self._stepping is None:
+            self._stepping = StepWatcher(optimizer, self._labels, self._grads_before)
+            self._stepping.take_grads()
 
-    def _optimizer_ended(self, *_: Any) -> None:
+    def _optimizer_ended(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
+        watcher = self._stepping
+        if watcher is not None and watcher.optimizer is optimizer and self.recording is not None:
+            self._stepping, self._grads_before = None, None
+            made = watcher.finish(self.recording)
+            made.__class__ = OptimizerStep
+            self.optimizer_step = made  # type: ignore[assignment]
         if self._resume:
             self._resume = False
             self._open_watch()
@@ -184,6 +204,7 @@ class Capture:
                 return
             self.calls += 1
             number = self.calls
+            self._grads_before = self._stepping = None  # a step now belongs to this call
             if not self._wanted(number):
                 self._end_watch()
                 self._stopped = None
@@ -231,6 +252,10 @@ class Capture:
         scope = self._scope()
         names, params = names_in(scope), params_in(scope)
         self._busy = True
+        self.optimizer_step = None
+        if self.steps:  # what .grad held before this backward, for the step after it
+            self._grads_before = leaf_grads(roots)
+            self._labels = {id(t): name for name, t in params}
         try:
             if watch is not None and not watch.errors:
                 recording = watch.record(*roots, names=names, params=params or None, **options)
@@ -239,6 +264,7 @@ class Capture:
         except (NotOnGraph, GraphFreed):
             # nothing ran yet: PyTorch's own backward raises its own error, as without gradviz
             self._busy = False
+            self._grads_before = None
             original(*plain)
             return
         except BackwardFailed as failed:

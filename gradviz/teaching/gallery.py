@@ -4,6 +4,8 @@ For each lesson of ``gradviz.teaching.lessons``: the forward, backward and combi
 (plus the combined view named by ``gradviz.watch()``), every step of the recorded backward
 pass as SVG, the offline stepper page ``replay.html``, and an ``index.html`` gallery that
 previews and links them all (relative links only, so it works offline from ``file://``).
+Then ``explained/``: why ``.grad`` is None, memory, gradient health, a diff and the
+optimizer step (``gradviz.teaching.explained``).
 ``--assets DIR`` writes the README's example diagrams and the theme definitions instead.
 """
 
@@ -22,6 +24,7 @@ from gradviz.model.recording import GradValue, value_text
 from gradviz.objects import Recording, record, trace
 from gradviz.render.options import View
 from gradviz.render.theme import THEMES
+from gradviz.teaching.explained import Explained, explained_section, render_explained
 from gradviz.teaching.lessons import LESSONS, Lesson, lesson
 
 __all__ = ["main", "render_assets", "render_lessons", "write_gallery", "write_themes"]
@@ -129,7 +132,10 @@ def render_lessons(out: Path, progress: Progress = _quiet) -> list[Path]:
         done = render_lesson(item, out / item.slug, progress)
         rendered.append(done)
         written += done.files
-    written.append(write_gallery(out, rendered))
+    progress("[explained] why .grad is None, memory, health, a diff, the optimizer step")
+    explained = render_explained(out, progress)
+    written += [path for entry in explained for path in entry.files]
+    written.append(write_gallery(out, rendered, explained))
     return written
 
 
@@ -203,13 +209,18 @@ def _frames(forward: int, backward: int, mode: str) -> str:
     return f"{forward} forward ops, then {text}" if forward else text
 
 
-def write_gallery(out: Path, rendered: list[Rendered]) -> Path:
-    """``out/index.html``: previews and links for every lesson, relative paths only."""
+def write_gallery(
+    out: Path, rendered: list[Rendered], explained: list[Explained] | None = None
+) -> Path:
+    """``out/index.html``: previews and links for every lesson (and the ``explained``
+    entries), relative paths only."""
     toc = "".join(
         f'<li><a href="#{html.escape(d.lesson.slug)}">{html.escape(d.lesson.number)} · '
         f"{html.escape(d.lesson.title)}</a></li>"
         for d in rendered
     )
+    if explained:
+        toc += '<li><a href="#explained">Questions, answered on the graph</a></li>'
     page = (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
@@ -230,6 +241,8 @@ def write_gallery(out: Path, rendered: list[Rendered]) -> Path:
         "border:1px solid #eee;border-radius:4px;background:#fff}"
         ".replay a{font-weight:600}"
         ".results{font-size:.9rem}"
+        ".explained{font-size:.8rem;white-space:pre-wrap;background:#f6f6f6;padding:.5rem}"
+        "figure.wide{grid-column:1/-1}figure.wide img{height:auto}"
         "</style></head>\n<body><h1>gradviz lessons</h1>\n"
         "<p>Rendered by <code>make demo</code>, one section per lesson of the lecture "
         "notebooks (<code>notebooks/NN-*.ipynb</code>). Each lesson: the forward, backward "
@@ -237,6 +250,7 @@ def write_gallery(out: Path, rendered: list[Rendered]) -> Path:
         "replay page to step through in front of the class.</p>\n"
         f'<ol class="toc">{toc}</ol>\n'
         + "\n".join(_card(out, done) for done in rendered)
+        + ("\n" + explained_section(out, explained) if explained else "")
         + "\n</body></html>\n"
     )
     path = out / "index.html"

@@ -183,6 +183,14 @@ def _copy_slices() -> Built:
     return Built((total,), {"x": x, "s": s, "total": total})
 
 
+def _detach_cut() -> Built:
+    x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    w = torch.tensor([3.0, 1.0, -1.0], requires_grad=True)
+    h = x.detach() * 2  # the same values, no history: x.grad stays None
+    loss = (h * w).sum()
+    return Built((loss,), {"x": x, "w": w, "h": h, "loss": loss})
+
+
 LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "01-one-grad",
@@ -262,6 +270,14 @@ LESSONS: tuple[Lesson, ...] = (
         _copy_slices,
         "The slice assignment turns s's node into CopySlices, which routes the gradient of "
         "the written slice into the new value's graph.",
+    ),
+    Lesson(
+        "12-detach-cut",
+        "h = x.detach() * 2: why x.grad is None",
+        _detach_cut,
+        "detach() cut x off: the backward graph of loss never reaches it, so x.grad stays "
+        "None while w gets its gradient; gradviz.why_no_grad names the line (notebook 12).",
+        plain=False,
     ),
 )
 
