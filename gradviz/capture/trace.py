@@ -156,12 +156,14 @@ class _Walker:
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
         self.leaf_nodes: dict[int, str] = {}
         self.saved = _SavedReader()
+        self.read_saved = self.saved.read  # one bound method for all nodes
 
     def walk(self) -> Graph:
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
         ids = self.ids
         visit = self._visit
         edges = self.edges
+        made_edge = Edge.made
         queue: deque[Any] = deque()
         root_ids: list[str] = []
         for torch_node, _ in root_edges:
@@ -179,7 +181,7 @@ class _Walker:
                     if dst is None:
                         dst = visit(child)
                         queue.append(child)
-                edges.append(Edge(src, slot, dst, int(input_nr)))
+                edges.append(made_edge(src, slot, dst, int(input_nr)))
         tensors = self._tensor_records()
         graph = Graph(self.nodes, edges, _unique(root_ids), tensors)
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
@@ -194,14 +196,15 @@ class _Walker:
         if leaf is not None:
             self.leaf_nodes.setdefault(id(leaf), node_id)
         self.nodes.append(
-            LiveNode(
+            LiveNode.made(
+                self.read_saved,
                 id=node_id,
                 type_name=type(torch_node).__name__,
                 name=_autograd.node_name(torch_node),
                 sequence_nr=_autograd.sequence_nr(torch_node),
                 torch_node=torch_node,
                 leaf_tensor=leaf,
-            ).pending(self.saved.read)
+            )
         )
         return node_id
 
