@@ -67,3 +67,19 @@ def test_multi_output_nodes_in_one_pass_agree_with_the_graph() -> None:
         [],
     )
     assert _multi_output_nodes(hand) == {"n1"} and hand.is_multi_output("n1")
+
+
+def test_traced_tensor_records_are_the_records_a_plain_constructor_makes() -> None:
+    from gradviz.capture.ondemand import LiveTensorRecord
+    from gradviz.model.graph import TensorRecord
+    from gradviz.model.summarize import summarize
+
+    w = torch.randn(3, 2, requires_grad=True)
+    w.grad = torch.ones(3, 2)
+    graph = gradviz.trace((w * 2).sum(), names={"w": w})
+    record = graph.tensor("w")
+    assert isinstance(record, LiveTensorRecord)
+    fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(TensorRecord)}
+    plain = TensorRecord(**fields)
+    assert record.to_dict() == plain.to_dict()
+    assert record.data == summarize(w) and record.grad == summarize(w.grad)

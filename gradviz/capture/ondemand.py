@@ -40,6 +40,14 @@ class LiveTensorRecord(TensorRecord):
     _data_from: _Source = None
     _grad_from: _Source = None
 
+    @classmethod
+    def made(cls, data: torch.Tensor, grad: torch.Tensor | None, **fields: Any) -> LiveTensorRecord:
+        """``cls(**fields, data=None, grad=None).pending(data, grad)`` without the dataclass
+        ``__init__`` (its property setters cost more than the rest of a record)."""
+        record = object.__new__(cls)
+        record.__dict__.update(fields, data=None, grad=None)
+        return record.pending(data, grad)
+
     def pending(self, data: torch.Tensor, grad: torch.Tensor | None) -> LiveTensorRecord:
         self._data_from = (data, _autograd.version(data))
         self._grad_from = None if grad is None else (grad, _autograd.version(grad))

@@ -251,7 +251,9 @@ class _Walker:
             role = Role.BRANCH
         grad = tensor.grad if (is_leaf or tensor.retains_grad) else None
         grad_fn = tensor.grad_fn
-        return LiveTensorRecord(
+        return LiveTensorRecord.made(
+            tensor,
+            grad,
             id=record_id,
             name=name,
             shape=tuple(tensor.shape),
@@ -261,14 +263,12 @@ class _Walker:
             is_leaf=is_leaf,
             version=_autograd.version(tensor),
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
-            data=None,  # summarized on demand (gradviz.capture.ondemand)
-            grad=None,
             role=role,
             node_id=node_id,
             output_nr=output_nr,
             is_root=is_root,
             tensor=tensor,
-        ).pending(tensor, grad)
+        )  # data and grad: summarized on demand (gradviz.capture.ondemand)
 
 
 _SCALARS = (int, bool, float, str, type(None))
