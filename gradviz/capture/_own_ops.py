@@ -8,21 +8,22 @@ through unrecorded. Per thread, as torch's function-mode stack is.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 __all__ = ["own_ops", "running"]
 
 _state = threading.local()
 
 
-@contextmanager
-def own_ops() -> Iterator[None]:
-    """Mark the ops the block runs as gradviz's own (nests)."""
-    _state.depth = getattr(_state, "depth", 0) + 1
-    try:
-        yield
-    finally:
+class own_ops:
+    """Mark the ops the block runs as gradviz's own (nests). A class, not a generator
+    context manager: a traced node's saved values enter it once each when read."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _state.depth = getattr(_state, "depth", 0) + 1
+
+    def __exit__(self, *exc: object) -> None:
         _state.depth -= 1
 
 

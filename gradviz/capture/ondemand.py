@@ -14,17 +14,17 @@ gradients now, before a backward pass accumulates into them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
 from gradviz.capture import _autograd
-from gradviz.model.graph import TensorRecord
+from gradviz.model.graph import Node, SavedValue, TensorRecord
 from gradviz.model.summarize import dtype_name, summarize
 from gradviz.model.values import Summary
 
-__all__ = ["LiveTensorRecord", "settle_grads"]
+__all__ = ["LiveNode", "LiveTensorRecord", "settle_grads"]
 
 # (tensor, its _version when traced), or None: nothing pending
 _Source = tuple[torch.Tensor, int] | None
@@ -39,6 +39,14 @@ class LiveTensorRecord(TensorRecord):
 
     _data_from: _Source = None
     _grad_from: _Source = None
+
+    @classmethod
+    def made(cls, data: torch.Tensor, grad: torch.Tensor | None, **fields: Any) -> LiveTensorRecord:
+        """``cls(**fields, data=None, grad=None).pending(data, grad)`` without the dataclass
+        ``__init__`` (its property setters cost more than the rest of a record)."""
+        record = object.__new__(cls)
+        record.__dict__.update(fields, data=None, grad=None)
+        return record.pending(data, grad)
 
     def pending(self, data: torch.Tensor, grad: torch.Tensor | None) -> LiveTensorRecord:
         self._data_from = (data, _autograd.version(data))
@@ -89,3 +97,62 @@ def settle_grads(records: Iterable[Any]) -> None:
     for record in records:
         if isinstance(record, LiveTensorRecord) and record._grad_from is not None:
             _ = record.grad
+
+
+class LiveNode(Node):
+    """A traced ``Node`` whose saved values (``saved``, ``saved_freed``) are read from the
+    live torch node on first use: a drawing without them reads none (reading one makes a
+    Python tensor per ``_saved_*`` attribute). ``record()`` reads them all before its
+    backward frees them; after a plain ``loss.backward()`` they read as freed.
+    """
+
+    _saved_from: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]] | None = None
+
+    @classmethod
+    def made(
+        cls,
+        reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]],
+        **fields: Any,
+    ) -> LiveNode:
+        """A node with ``Node``'s fields (``id``, ``type_name``, ``name``, ``sequence_nr``,
+        ``torch_node``, ``leaf_tensor``) whose saved values ``reader`` reads on first use.
+        Built without the dataclass ``__init__``, whose property setters took half a
+        walk's time per node."""
+        node = object.__new__(cls)
+        node.__dict__.update(fields, saved=(), saved_freed=False, _saved_from=reader)
+        return node
+
+    def pending(
+        self, reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]]
+    ) -> LiveNode:
+        self._saved_from = reader
+        return self
+
+    def settle(self) -> None:
+        """Read the saved values now (once)."""
+        reader = self._saved_from
+        if reader is not None:
+            self._saved_from = None
+            self.__dict__["saved"], self.__dict__["saved_freed"] = reader(self)
+
+    @property
+    def saved(self) -> tuple[SavedValue, ...]:
+        self.settle()
+        value: tuple[SavedValue, ...] = self.__dict__.get("saved", ())
+        return value
+
+    @saved.setter
+    def saved(self, value: tuple[SavedValue, ...]) -> None:
+        self._saved_from = None
+        self.__dict__["saved"] = value
+
+    @property
+    def saved_freed(self) -> bool:
+        self.settle()
+        value: bool = self.__dict__.get("saved_freed", False)
+        return value
+
+    @saved_freed.setter
+    def saved_freed(self, value: bool) -> None:
+        self._saved_from = None
+        self.__dict__["saved_freed"] = value

@@ -13,7 +13,7 @@ import torch
 
 from gradviz.capture import _autograd
 from gradviz.capture._own_ops import own_ops
-from gradviz.capture.ondemand import LiveTensorRecord
+from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import Edge, Graph, Node, SavedValue, TensorRecord
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
@@ -155,16 +155,15 @@ class _Walker:
         self.edges: list[Edge] = []
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
         self.leaf_nodes: dict[int, str] = {}
-        # id(small saved tensor) -> (it, its _version, text, summary), for this walk only
-        self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
-        # node id -> ((device, data pointer), bytes) of each saved tensor's storage
-        self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
+        self.saved = _SavedReader()
+        self.read_saved = self.saved.read  # one bound method for all nodes
 
     def walk(self) -> Graph:
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
         ids = self.ids
         visit = self._visit
         edges = self.edges
+        made_edge = Edge.made
         queue: deque[Any] = deque()
         root_ids: list[str] = []
         for torch_node, _ in root_edges:
@@ -182,67 +181,32 @@ class _Walker:
                     if dst is None:
                         dst = visit(child)
                         queue.append(child)
-                edges.append(Edge(src, slot, dst, int(input_nr)))
+                edges.append(made_edge(src, slot, dst, int(input_nr)))
         tensors = self._tensor_records()
         graph = Graph(self.nodes, edges, _unique(root_ids), tensors)
-        graph.saved_storages = self._saved_storages()
+        # the reader holds no node: nodes -> reader, never back (no reference cycle)
+        graph.saved_storages_source = self.saved.storages
         return graph
 
-    def _saved_storages(self) -> dict[str, tuple[tuple[str, int, bool], ...]]:
-        """Each node's saved storages, deduplicated: a tensor saved by two nodes (an
-        activation read by the next layer's backward too) is one key; a storage a leaf
-        owns (a weight) is flagged, as freeing the graph does not free it."""
-        leaf_storages = set()
-        for node in self.nodes:
-            if node.leaf_tensor is not None:
-                leaf_storages.add(_storage_of(node.leaf_tensor)[0])
-        keys: dict[tuple[int, int], str] = {}
-        found: dict[str, tuple[tuple[str, int, bool], ...]] = {}
-        for node_id, storages in self.saved_raw.items():
-            entries = []
-            for where, size in storages:
-                key = keys.setdefault(where, f"s{len(keys)}")
-                entries.append((key, size, where in leaf_storages))
-            found[node_id] = tuple(dict.fromkeys(entries))
-        return found
-
     def _visit(self, torch_node: Any) -> str:
+        """Structure only: the node's saved values are read on first use (``_read_saved``)."""
         node_id = f"n{len(self.nodes)}"
         self.ids[torch_node] = node_id
-        values, freed = _autograd.saved_values(torch_node)
-        storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
-        if storages:
-            self.saved_raw[node_id] = storages
         leaf = _autograd.leaf_variable(torch_node)
         if leaf is not None:
             self.leaf_nodes.setdefault(id(leaf), node_id)
         self.nodes.append(
-            Node(
+            LiveNode.made(
+                self.read_saved,
                 id=node_id,
                 type_name=type(torch_node).__name__,
                 name=_autograd.node_name(torch_node),
                 sequence_nr=_autograd.sequence_nr(torch_node),
-                saved=tuple([self._saved_value(name, value) for name, value in values]),
-                saved_freed=freed,
                 torch_node=torch_node,
                 leaf_tensor=leaf,
             )
         )
         return node_id
-
-    def _saved_value(self, name: str, value: object) -> SavedValue:
-        """``_saved_value``, summarizing a small saved tensor once per walk: the same tensor
-        (a weight, an activation) is often saved by several nodes."""
-        if type(value) is not torch.Tensor or value.numel() > SMALL_NUMEL:
-            return _saved_value(name, value)
-        key = id(value)
-        entry = self.saved_summaries.get(key)
-        version = value._version
-        if entry is None or entry[0] is not value or entry[1] != version:
-            summary = summarize(value)
-            entry = (value, version, summary.text(), summary)
-            self.saved_summaries[key] = entry  # holds the tensor: its id stays unique
-        return SavedValue(name, entry[2], entry[3])
 
     def _tensor_records(self) -> list[TensorRecord]:
         records: list[TensorRecord] = []
@@ -287,7 +251,9 @@ class _Walker:
             role = Role.BRANCH
         grad = tensor.grad if (is_leaf or tensor.retains_grad) else None
         grad_fn = tensor.grad_fn
-        return LiveTensorRecord(
+        return LiveTensorRecord.made(
+            tensor,
+            grad,
             id=record_id,
             name=name,
             shape=tuple(tensor.shape),
@@ -297,17 +263,72 @@ class _Walker:
             is_leaf=is_leaf,
             version=_autograd.version(tensor),
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
-            data=None,  # summarized on demand (gradviz.capture.ondemand)
-            grad=None,
             role=role,
             node_id=node_id,
             output_nr=output_nr,
             is_root=is_root,
             tensor=tensor,
-        ).pending(tensor, grad)
+        )  # data and grad: summarized on demand (gradviz.capture.ondemand)
 
 
 _SCALARS = (int, bool, float, str, type(None))
+
+
+class _SavedReader:
+    """Reads traced nodes' saved values on first use; shared by one walk's nodes."""
+
+    def __init__(self) -> None:
+        # id(small saved tensor) -> (it, its _version, text, summary)
+        self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
+        # node id -> ((device, data pointer), bytes) of each saved tensor's storage
+        self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
+
+    def storages(self, nodes: list[Node]) -> dict[str, tuple[tuple[str, int, bool], ...]]:
+        """Each node's saved storages, deduplicated: a tensor saved by two nodes (an
+        activation read by the next layer's backward too) is one key; a storage a leaf
+        owns (a weight) is flagged, as freeing the graph does not free it."""
+        for node in nodes:
+            if isinstance(node, LiveNode):
+                node.settle()  # reads the node's saved values (and storages) if not yet
+        leaf_storages = set()
+        for node in nodes:
+            if node.leaf_tensor is not None:
+                leaf_storages.add(_storage_of(node.leaf_tensor)[0])
+        keys: dict[tuple[int, int], str] = {}
+        found: dict[str, tuple[tuple[str, int, bool], ...]] = {}
+        saved_raw = self.saved_raw
+        for node_id in [node.id for node in nodes if node.id in saved_raw]:
+            storages = saved_raw[node_id]
+            entries = []
+            for where, size in storages:
+                key = keys.setdefault(where, f"s{len(keys)}")
+                entries.append((key, size, where in leaf_storages))
+            found[node_id] = tuple(dict.fromkeys(entries))
+        return found
+
+    def read(self, node: Node) -> tuple[tuple[SavedValue, ...], bool]:
+        """The node's saved values, read from the live torch node (and its storages noted
+        for ``saved_storages``)."""
+        with own_ops():  # inside watch(): the summaries are not the user's ops
+            values, freed = _autograd.saved_values(node.torch_node)
+            storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
+            if storages:
+                self.saved_raw[node.id] = storages
+            return tuple([self._saved_value(name, value) for name, value in values]), freed
+
+    def _saved_value(self, name: str, value: object) -> SavedValue:
+        """``_saved_value``, summarizing a small saved tensor once per walk: the same tensor
+        (a weight, an activation) is often saved by several nodes."""
+        if type(value) is not torch.Tensor or value.numel() > SMALL_NUMEL:
+            return _saved_value(name, value)
+        key = id(value)
+        entry = self.saved_summaries.get(key)
+        version = value._version
+        if entry is None or entry[0] is not value or entry[1] != version:
+            summary = summarize(value)
+            entry = (value, version, summary.text(), summary)
+            self.saved_summaries[key] = entry  # holds the tensor: its id stays unique
+        return SavedValue(name, entry[2], entry[3])
 
 
 def _saved_value(name: str, value: object) -> SavedValue:

@@ -67,10 +67,48 @@ def dot_id(text: object) -> str:
     return text
 
 
+# many ids at once, one per line: one regular-expression match instead of one per id
+_DOT_IDS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]{0,63}\n)*")
+# a prefix that a DOT string holds as it is (options.py allows letters, digits, '_', '-')
+_PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _all_plain(ids: list[object]) -> bool:
+    """Whether every id is a plain identifier (what ``dot_id`` lets through), at once."""
+    if not set(map(type, ids)) <= {str}:
+        return False
+    joined = "".join([f"{i}\n" for i in ids])
+    if _DOT_IDS.fullmatch(joined) is None:
+        return False
+    return _DOT_KEYWORDS.isdisjoint(joined.lower().split("\n"))
+
+
+def _multi_output_nodes(graph: Graph) -> set[str]:
+    """``Graph.is_multi_output`` for every node, in one pass over the edges."""
+    first: dict[str, int] = {}
+    multi: set[str] = set()
+    for edge in graph.edges:
+        dst = edge.dst
+        if dst is None:
+            continue
+        if edge.input_nr > 0 or first.setdefault(dst, edge.input_nr) != edge.input_nr:
+            multi.add(dst)
+    return multi
+
+
 def check_ids(graph: Graph) -> None:
     """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
     built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
-    for node in graph.nodes:
+    ids: list[object] = [node.id for node in graph.nodes]
+    ids += [edge.src for edge in graph.edges]
+    ids += [edge.dst for edge in graph.edges if edge.dst is not None]
+    ids += [record.id for record in graph.tensors]
+    ids += [record.node_id for record in graph.tensors if record.node_id is not None]
+    if graph.forward is not None:
+        ids += [item.id for item in graph.forward.tensors]
+    if _all_plain(ids):
+        return
+    for node in graph.nodes:  # one is not: name it
         dot_id(node.id)
     for edge in graph.edges:
         dot_id(edge.src)
@@ -136,11 +174,13 @@ class _DotWriter:
         self.options = options
         self.theme = options.theme
         self.prefix = options.prefix or graph.prefix
+        # ids are the prefix and checked ids (check_ids): quoted as they are, not escaped
+        self._plain_ids = _PLAIN_PREFIX.fullmatch(self.prefix) is not None
         self.lines: list[str] = []
         # the attributes every node / off-graph input shares, written once (same text and
         # order as _attrs would give)
         self._node_style = _attr_list(self._style(self.theme.node))
-        self._multi_output: dict[str, bool] = {}
+        self._multi_output = _multi_output_nodes(graph)
         self._role_cache: dict[Role, tuple[str, str]] = {}
         self._type_cache: dict[str, tuple[str, str | None]] = {}
 
@@ -158,6 +198,10 @@ class _DotWriter:
         return "\n".join(self.lines) + "\n"
 
     # -- pieces --------------------------------------------------------------------------
+    def _id(self, text: str) -> str:
+        """An SVG id made of the prefix and checked ids, as a DOT string."""
+        return f'"{text}"' if self._plain_ids else dot_quote(text)
+
     def _style(self, style: RoleStyle, *extra: str) -> dict[str, str]:
         attributes = role_attributes(style)
         del attributes["shape"]  # each caller sets its own (the same box)
@@ -199,12 +243,13 @@ class _DotWriter:
         if whole is not None:
             more = f" tooltip={whole}{more}"
         self.lines.append(
-            f"  {node.id} [id={dot_quote(f'{self.prefix}_{node.id}')} class={node_class} "
+            f"  {node.id} [id={self._id(f'{self.prefix}_{node.id}')} class={node_class} "
             f"label={label}{more}{self._node_style}];"
         )
 
     def _edge(self, edge: Edge) -> None:
-        label = self._grad_label(self.options.edge_labels.get(edge.key))
+        edge_labels = self.options.edge_labels
+        label = self._grad_label(edge_labels.get(edge.key)) if edge_labels else None
         if edge.dst is None:
             off_id = f"c_{edge.src}_{edge.slot}"
             style = self._style(self.theme.constant)
@@ -233,11 +278,10 @@ class _DotWriter:
                 + ";"
             )
             return
-        multi = self._multi_output.get(edge.dst)
-        if multi is None:
-            multi = self._multi_output[edge.dst] = self.graph.is_multi_output(edge.dst)
-        edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
-        width, colour = self.options.edge_styles.get(edge.key, (None, None))
+        multi = edge.dst in self._multi_output
+        edge_id = self._id(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+        edge_styles = self.options.edge_styles
+        width, colour = edge_styles.get(edge.key, (None, None)) if edge_styles else (None, None)
         if label is None and not multi and width is None:  # the usual edge, written directly
             self.lines.append(f'  {edge.src} -> {edge.dst} [id={edge_id} class="gv_edge"];')
             return
@@ -311,7 +355,7 @@ class _DotWriter:
         whole = tooltip(record.label) if compact else tooltip(record.label, record.grad_fn)
         more = "" if whole is None else f" tooltip={dot_quote(whole)}"
         self.lines.append(
-            f"  {record.id} [id={dot_quote(f'{self.prefix}_{record.id}')} "
+            f"  {record.id} [id={self._id(f'{self.prefix}_{record.id}')} "
             f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} '
             f"{style}];"
         )
@@ -319,7 +363,7 @@ class _DotWriter:
             return
         grad_label = self._grad_label(self.options.link_labels.get(record.id))
         link = (
-            f"[id={dot_quote(f'{self.prefix}_l_{record.id}')} "
+            f"[id={self._id(f'{self.prefix}_l_{record.id}')} "
             f'class="gv_link" style="dashed" {link_colour}'
             + ("" if grad_label is None else f" label={grad_label}")
             + "]"
