@@ -319,8 +319,8 @@ class Geometry {
     this.byName = new Map();
     this.neighbours = new Map();
     for (const g of this.svg.querySelectorAll("g.node")) {
-      const title = g.querySelector("title");
-      if (title) this.byName.set(title.textContent, g);
+      const name = dotName(g, this.svg);
+      if (name) this.byName.set(name, g);
     }
     const link = (a, b) => {
       if (!this.neighbours.has(a)) this.neighbours.set(a, []);
@@ -339,10 +339,20 @@ class Geometry {
   // The element and its neighbours' elements (by DOT name, via the <title>).
   around(el) {
     this.index();
-    const title = el.querySelector(":scope > title");
-    const names = title ? this.neighbours.get(title.textContent) || [] : [];
+    const name = dotName(el, this.svg);
+    const names = name ? this.neighbours.get(name) || [] : [];
     return names.map((n) => this.byName.get(n)).filter(Boolean);
   }
+}
+
+// An element's DOT name: its <title>; a node the page ships without one (its id is the graph's
+// id, "_" and the name) gets it from its id.
+function dotName(el, svg) {
+  const title = el.querySelector(":scope > title");
+  if (title) return title.textContent;
+  const graph = svg.querySelector("g.graph");
+  const prefix = graph ? `${graph.id}_` : null;
+  return prefix && el.classList.contains("node") && el.id.startsWith(prefix) ? el.id.slice(prefix.length) : null;
 }
 
 const NUMBERS = /-?\d*\.?\d+(?:e-?\d+)?/g;
