@@ -1543,7 +1543,7 @@ export class LocalModel {
 }
 
 // The standalone page: each data script (class gv-replay-data) holds one replay (JSON, or for big
-// replays gzip+base85 that DecompressionStream inflates); mount it right after the script.
+// replays gzip, 7 bits a character, that DecompressionStream inflates); mount it right after the script.
 // Returns a promise of the mounted models.
 export async function mountStandalone(doc = document) {
   const steppers = [];
@@ -1552,7 +1552,7 @@ export async function mountStandalone(doc = document) {
     script.dataset.gvMounted = "1";
     const host = element("div", "gv-host");
     script.after(host);
-    const text = script.dataset.encoding === "gzip+base85" ? await inflate(script.textContent) : script.textContent;
+    const text = script.dataset.encoding === "gzip+7bit" ? await inflate(script.textContent) : script.textContent;
     const model = new LocalModel(JSON.parse(text));
     mount(host, model);
     if (!steppers.length) activate(host.querySelector(".gv-stepper"), true);
@@ -1561,25 +1561,27 @@ export async function mountStandalone(doc = document) {
   return steppers;
 }
 
-// base85 of gzip -> text, with the browser's own decompressor (no library, no eval).
+// gzip, 7 bits a character -> text, with the browser's own decompressor (no library, no eval).
 async function inflate(packed) {
-  const stream = new Blob([base85Bytes(packed.trim())]).stream().pipeThrough(new DecompressionStream("gzip"));
+  const stream = new Blob([sevenBitBytes(packed)]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Response(stream).text();
 }
 
-// Python's base64.b85encode alphabet with "." for "<" (gradviz/stepper/page.py packed_state):
-// 5 characters per 4 bytes; a short last group of n+1 characters holds n bytes.
-const BASE85 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;.=>?@^_\x60{|}~"; // \x60: a backquote
-
-function base85Bytes(text) {
-  const digit = new Uint8Array(128);
-  for (let i = 0; i < BASE85.length; i++) digit[BASE85.charCodeAt(i)] = i;
-  const rest = text.length % 5;
-  const bytes = new Uint8Array(Math.floor(text.length / 5) * 4 + (rest ? rest - 1 : 0));
-  for (let i = 0, o = 0; i < text.length; i += 5) {
-    let value = 0;
-    for (let j = i; j < i + 5; j++) value = value * 85 + (j < text.length ? digit[text.charCodeAt(j)] : 84);
-    for (let shift = 24; shift >= 0 && o < bytes.length; shift -= 8) bytes[o++] = (value >>> shift) & 255;
+// The page's packed data (gradviz/stepper/sevenbit.py): each character carries 7 bits, its code
+// below 128, or U+0100 plus the value for NUL, CR and "<" (which the HTML parser would change).
+function sevenBitBytes(text) {
+  const bytes = new Uint8Array(Math.floor((text.length * 7) / 8));
+  let bits = 0;
+  let held = 0;
+  let o = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    held = ((held << 7) | (code < 128 ? code : code - 256)) & 0x7fff;
+    bits += 7;
+    if (bits >= 8) {
+      bits -= 8;
+      if (o < bytes.length) bytes[o++] = (held >> bits) & 255;
+    }
   }
   return bytes;
 }

@@ -35,6 +35,7 @@ from gradviz.replay.frames import (
 )
 from gradviz.replay.modules import module_css, module_views, view_options
 from gradviz.replay.styles import step_css
+from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
 
 __all__ = [
     "asset_text",
@@ -326,18 +327,14 @@ def content_security_policy(script: str) -> str:
     )
 
 
-COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+base85
-
-# Python's base85 alphabet (RFC 1924) with "." for "<": the packed text then can hold
-# neither "</script" nor "<!--". 4 bytes in 5 characters (base64: 3 in 4, 6% more).
-_BASE85_PAGE = str.maketrans("<", ".")
-_BASE85_PYTHON = str.maketrans(".", "<")
+COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+7bit
 
 
 def packed_state(state: dict[str, Any], compress: bool | None = None) -> tuple[str, str]:
-    """The page's data script: (its attributes, its text). Big replays go gzip-compressed
-    and base85-encoded (SVG text shrinks 8-15x; the browser inflates it natively with
-    DecompressionStream), small ones as plain JSON that stays readable in the page."""
+    """The page's data script: (its attributes, its text). Big replays go gzip-compressed,
+    7 bits a character (``gradviz.stepper.sevenbit``: SVG text shrinks 8-15x; the browser
+    inflates it natively with DecompressionStream), small ones as plain JSON that stays
+    readable in the page."""
     text = json_for_script(state)
     if compress is None:
         compress = len(text) > COMPRESS_ABOVE
@@ -345,9 +342,9 @@ def packed_state(state: dict[str, Any], compress: bool | None = None) -> tuple[s
         return 'type="application/json" class="gv-replay-data"', text
     # no script context inside the packed bytes: plain JSON (no \u003c escapes) is enough
     raw = json_text(state, compact=True).encode("utf-8")
-    packed = base64.b85encode(gzip.compress(raw, 9, mtime=0)).decode("ascii")
-    return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+base85"', (
-        packed.translate(_BASE85_PAGE)
+    packed = to_seven_bit(gzip.compress(raw, 9, mtime=0))
+    return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+7bit"', (
+        packed
     )
 
 
@@ -362,9 +359,8 @@ def unpack_state(page: str) -> dict[str, Any]:
     if match is None:
         raise ValueError("not a gradviz replay page: no gv-replay-data script")
     text = match.group(2)
-    if "gzip+base85" in match.group(1):
-        packed = base64.b85decode(text.strip().translate(_BASE85_PYTHON))
-        text = gzip.decompress(packed).decode("utf-8")
+    if "gzip+7bit" in match.group(1):
+        text = gzip.decompress(from_seven_bit(text)).decode("utf-8")
     value: dict[str, Any] = json.loads(text)
     return value
 
@@ -379,7 +375,7 @@ def replay_html(
     """One self-contained page: the stepper's JS, CSS, the views' SVGs and the data inline.
 
     ``views`` leaves views out (``available_views``); ``compress`` ships the data
-    gzip+base85 (default: when it is big)."""
+    gzip+7bit (default: when it is big)."""
     payload = stepper_payload(recording, views=views, **options)  # laid out at the final step
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
