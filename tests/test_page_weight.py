@@ -167,3 +167,16 @@ def test_static_svg_export_is_not_minified(tmp_path: Path) -> None:
     loss, _ = mlp()
     svg = gradviz.trace(loss).svg()
     assert "<title>" in svg and 'text-anchor="start"' in svg  # Graphviz's output as it is
+
+
+@pytest.mark.needs_dot
+def test_page_steps_leave_out_the_formula_the_narration_already_says() -> None:
+    from gradviz.stepper.page import replay_html, stepper_payload
+    from tests.models import mlp
+
+    loss, _ = mlp()
+    recording = gradviz.record(loss)
+    assert any("formula" in step for step in stepper_payload(recording)["data"]["steps"])
+    steps = unpack_state(replay_html(recording))["data"]["steps"]
+    assert steps and not any("formula" in step for step in steps)
+    assert all(step["narration"] for step in steps if step.get("node"))

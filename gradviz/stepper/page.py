@@ -309,6 +309,19 @@ def compact_js(source: str) -> str:
     return "".join(kept)
 
 
+def compact_css(source: str) -> str:
+    """The stylesheet as the page inlines it: without comments and indentation."""
+    source = re.sub(r"/\*.*?\*/", "", source, flags=re.DOTALL)
+    return "\n".join(line.strip() for line in source.splitlines() if line.strip()) + "\n"
+
+
+def _page_data(data: dict[str, Any]) -> dict[str, Any]:
+    """The data as the page ships it: the steps without ``formula`` (the narration says it;
+    the front end reads only the narration; the widget and ``to_dict`` keep it)."""
+    steps = [{k: v for k, v in step.items() if k != "formula"} for step in data["steps"]]
+    return {**data, "steps": steps}
+
+
 def _script_safe_js(source: str) -> str:
     lowered = source.lower()
     if "</script" in lowered or "<!--" in lowered:
@@ -379,8 +392,9 @@ def replay_html(
     payload = stepper_payload(recording, views=views, **options)  # laid out at the final step
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
+    state["data"] = _page_data(state["data"])
     attributes, text = packed_state(state, compress)
-    css = asset_text("stepper.css")
+    css = compact_css(asset_text("stepper.css"))
     js = _script_safe_js(compact_js(asset_text("stepper.js")))
     script = f"\n{js}\nmountStandalone();\n"
     steps = f"{len(recording.steps)} steps"
