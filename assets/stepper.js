@@ -1553,12 +1553,31 @@ export async function mountStandalone(doc = document) {
     const host = element("div", "gv-host");
     script.after(host);
     const text = script.dataset.encoding === "gzip+7bit" ? await inflate(script.textContent) : script.textContent;
-    const model = new LocalModel(JSON.parse(text));
+    const model = new LocalModel(expandBorn(JSON.parse(text)));
     mount(host, model);
     if (!steppers.length) activate(host.querySelector(".gv-stepper"), true);
     steppers.push(model);
   }
   return steppers;
+}
+
+// The page says when each element appears once for all views (born["*"], gradviz/stepper/page.py
+// _shared_born): each view gets the shared frames of the elements its SVG has, then its own.
+function expandBorn(state) {
+  const schedule = state.data && state.data.schedule;
+  const born = schedule && schedule.born;
+  if (!born || !born["*"]) return state;
+  const out = {};
+  for (const [view, own] of Object.entries(born)) {
+    if (view === "*") continue;
+    const mine = {};
+    for (const match of (state.svgs[view] || "").matchAll(/ id="([^"]+)"/g)) {
+      if (Object.hasOwn(born["*"], match[1])) mine[match[1]] = born["*"][match[1]];
+    }
+    out[view] = { ...mine, ...own };
+  }
+  schedule.born = out;
+  return state;
 }
 
 // gzip, 7 bits a character -> text, with the browser's own decompressor (no library, no eval).

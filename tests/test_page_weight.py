@@ -180,3 +180,23 @@ def test_page_steps_leave_out_the_formula_the_narration_already_says() -> None:
     steps = unpack_state(replay_html(recording))["data"]["steps"]
     assert steps and not any("formula" in step for step in steps)
     assert all(step["narration"] for step in steps if step.get("node"))
+
+
+@pytest.mark.needs_dot
+def test_page_says_when_elements_appear_once_and_gives_back_each_views_map() -> None:
+    import torch
+    from torch import nn
+
+    from gradviz.stepper.page import _page_data, replay_html, stepper_payload
+
+    torch.manual_seed(0)
+    layer = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+    with gradviz.watch(layer) as w:
+        loss = layer(torch.randn(3, 4)).square().mean()
+    recording = w.record(loss)
+    payload = stepper_payload(recording)
+    born = payload["data"]["schedule"]["born"]
+    assert len(born) >= 3  # several views, most elements in more than one
+    packed = _page_data(payload["data"], payload["svgs"])["schedule"]["born"]
+    assert sum(map(len, packed.values())) < sum(map(len, born.values()))
+    assert unpack_state(replay_html(recording))["data"]["schedule"]["born"] == born
