@@ -327,8 +327,7 @@ class Geometry {
       this.neighbours.get(a).push(b);
     };
     for (const g of this.svg.querySelectorAll("g.edge")) {
-      const title = g.querySelector("title");
-      const ends = title ? title.textContent.split("->") : [];
+      const ends = edgeEnds(g, this.svg);
       if (ends.length !== 2) continue;
       const [a, b] = ends.map((e) => e.split(":")[0]);
       link(a, b);
@@ -353,6 +352,18 @@ function dotName(el, svg) {
   const graph = svg.querySelector("g.graph");
   const prefix = graph ? `${graph.id}_` : null;
   return prefix && el.classList.contains("node") && el.id.startsWith(prefix) ? el.id.slice(prefix.length) : null;
+}
+
+// An edge's ends ("a->b" in its <title>); a forward edge the page ships without one has them in
+// its id: the graph's id, "_fe_", a, "_", b.
+function edgeEnds(el, svg) {
+  const title = el.querySelector("title");
+  if (title) return title.textContent.split("->");
+  const graph = svg.querySelector("g.graph");
+  const prefix = graph ? `${graph.id}_fe_` : null;
+  if (!prefix || !el.id.startsWith(prefix)) return [];
+  const ends = el.id.slice(prefix.length).split("_");
+  return ends.length === 2 ? ends : [];
 }
 
 const NUMBERS = /-?\d*\.?\d+(?:e-?\d+)?/g;

@@ -200,3 +200,15 @@ def test_page_says_when_elements_appear_once_and_gives_back_each_views_map() -> 
     packed = _page_data(payload["data"], payload["svgs"])["schedule"]["born"]
     assert sum(map(len, packed.values())) < sum(map(len, born.values()))
     assert unpack_state(replay_html(recording))["data"]["schedule"]["born"] == born
+
+
+def test_forward_edges_ship_their_ends_in_their_id_only_when_unambiguous() -> None:
+    svg = (
+        '<svg><g id="gp" class="graph">'
+        '<g id="gp_fe_op0_f2" class="edge gv_fedge"><title>op0&#45;&gt;f2</title></g>'
+        '<g id="gp_fe_c_n1_f2" class="edge gv_fedge"><title>c_n1&#45;&gt;f2</title></g>'
+        '<g id="gp_e_n0_0" class="edge gv_edge"><title>n0&#45;&gt;n1</title></g>'
+        "</g></svg>"
+    )
+    titles = [e.text for e in ET.fromstring(page_svg(svg)).iter(f"{SVG}title")]
+    assert titles == ["c_n1->f2", "n0->n1"]  # op0->f2 is read from its id

@@ -21,7 +21,6 @@ _FONT = re.compile(r' font-family="([^"]*)"')
 _FONT_SIZE = re.compile(r'( font-size="\d+)\.0+"')
 _TEXT = re.compile(r"<text([^>]*)>([^<]*)</text>")
 _CLOSED = re.compile(r'points="([^"]*)"')
-_TAG = re.compile(r"<(\w+)( [^>]*)>")
 # a path of cubic curves only, as Graphviz writes edges and rounded boxes
 _CURVES = re.compile(r'd="(M-?[\d.]+,-?[\d.]+C(?:-?[\d.]+,-?[\d.]+ ?)+)"')
 _GRAPH = re.compile(r'<g id="([^"]+)" class="graph"')
@@ -30,10 +29,10 @@ _PAIR = re.compile(r"(-?[\d.]+),(-?[\d.]+)")
 
 def page_svg(svg: str) -> str:
     """``svg`` (Graphviz output or gradviz's side-by-side view) for the page: the ``<svg>``
-    element alone, no comments, whole-point coordinates (arrowheads to half a point: they
-    are a few points wide), flat curves (a rounded box's sides) as lines, default
-    attributes dropped and the most used font family said once on the root. On the
-    4-layer GPT's replay this takes about 15% off the gzip-compressed page."""
+    element alone, no comments, whole-point coordinates, flat curves (a rounded box's
+    sides) as lines, default attributes dropped, the most used font family said once on
+    the root, and the titles the front end can read from ids left out. On the 4-layer
+    GPT's replay this takes about 15% off the gzip-compressed page."""
     svg = _COMMENT.sub("", svg[svg.index("<svg") :])
     svg = _CURVES.sub(_straight_segments, svg)
     svg = _round_geometry(svg)
@@ -54,31 +53,14 @@ def _number(value: float, places: int) -> str:
 
 
 def _round_geometry(svg: str) -> str:
-    """Coordinates to whole points, small polygons (arrowheads, a few points wide) to half
-    a point (a quarter point off at most: below a pixel at any zoom the camera uses)."""
+    """Coordinates to whole points (half a point off at most: below a pixel at any zoom the
+    camera uses)."""
 
-    def element(match: re.Match[str]) -> str:
-        step = 0.5 if match.group(1) == "polygon" and _small(match.group(2)) else 1.0
+    def attribute(found: re.Match[str]) -> str:
+        rounded = _DECIMAL.sub(lambda n: _number(float(n.group(0)), 0), found.group(2))
+        return f'{found.group(1)}{rounded}"'
 
-        def attribute(found: re.Match[str]) -> str:
-            rounded = _DECIMAL.sub(
-                lambda n: _number(round(float(n.group(0)) / step) * step, 1), found.group(2)
-            )
-            return f'{found.group(1)}{rounded}"'
-
-        return f"<{match.group(1)}{_GEOMETRY.sub(attribute, match.group(2))}>"
-
-    return _TAG.sub(element, svg)
-
-
-def _small(attributes: str) -> bool:
-    points = _CLOSED.search(attributes)
-    pairs = [(float(a), float(b)) for a, b in _PAIR.findall(points.group(1) if points else "")]
-    if not pairs:
-        return False
-    xs = [p[0] for p in pairs]
-    ys = [p[1] for p in pairs]
-    return max(xs) - min(xs) <= 12 and max(ys) - min(ys) <= 12
+    return _GEOMETRY.sub(attribute, svg)
 
 
 def _open_polygon(match: re.Match[str]) -> str:
@@ -129,11 +111,17 @@ def _hoist_font(svg: str) -> str:
 
 def _drop_node_titles(svg: str) -> str:
     """A node's ``<title>`` (its DOT name) goes where its id is the graph's id, "_" and
-    that name: the front end reads the name from the id then. Edges keep theirs (their
-    ends), as do nodes named otherwise."""
+    that name, and a forward edge's (its ends) where its id is the graph's id, "_fe_" and
+    the two names (without "_" in them): the front end reads them from the id then. Other
+    edges and nodes keep theirs."""
     graph = _GRAPH.search(svg)
     if graph is None:
         return svg
     prefix = re.escape(graph.group(1))
     node = re.compile(rf'(<g id="{prefix}_([^"]+)" class="node[^"]*">)<title>\2</title>')
-    return node.sub(r"\1", svg)
+    svg = node.sub(r"\1", svg)
+    # a forward edge's id is the graph's id, "_fe_", its ends: "_" between them
+    edge = re.compile(
+        rf'(<g id="{prefix}_fe_(\w+?)_(\w+)" class="edge[^"]*">)<title>\2&#45;&gt;\3</title>'
+    )
+    return edge.sub(lambda m: m.group(1) if "_" not in m.group(2) + m.group(3) else m.group(0), svg)
