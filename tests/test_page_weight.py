@@ -204,7 +204,7 @@ def test_page_says_when_elements_appear_once_and_gives_back_each_views_map() -> 
 
 def test_forward_edges_ship_their_ends_in_their_id_only_when_unambiguous() -> None:
     svg = (
-        '<svg><g id="gp" class="graph">'
+        '<svg xmlns="http://www.w3.org/2000/svg"><g id="gp" class="graph">'
         '<g id="gp_fe_op0_f2" class="edge gv_fedge"><title>op0&#45;&gt;f2</title></g>'
         '<g id="gp_fe_c_n1_f2" class="edge gv_fedge"><title>c_n1&#45;&gt;f2</title></g>'
         '<g id="gp_e_n0_0" class="edge gv_edge"><title>n0&#45;&gt;n1</title></g>'
