@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import rjsmin
+
 from gradviz.errors import GradvizError
 from gradviz.escape import json_text
 from gradviz.model.recording import Recording
@@ -309,6 +311,12 @@ def compact_js(source: str) -> str:
     return "".join(kept)
 
 
+def page_js(source: str) -> str:
+    """The front end as the page inlines it: minified by rjsmin (comments and whitespace
+    out, names kept; 48 -> 42 kB of every page), after ``compact_js``."""
+    return str(rjsmin.jsmin(compact_js(source)))
+
+
 def compact_css(source: str) -> str:
     """The stylesheet as the page inlines it: without comments and indentation."""
     source = re.sub(r"/\*.*?\*/", "", source, flags=re.DOTALL)
@@ -439,7 +447,7 @@ def replay_html(
     state["data"] = _page_data(state["data"], state["svgs"])
     attributes, text = packed_state(state, compress)
     css = compact_css(asset_text("stepper.css"))
-    js = _script_safe_js(compact_js(asset_text("stepper.js")))
+    js = _script_safe_js(page_js(asset_text("stepper.js")))
     script = f"\n{js}\nmountStandalone();\n"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:
