@@ -319,16 +319,15 @@ class Geometry {
     this.byName = new Map();
     this.neighbours = new Map();
     for (const g of this.svg.querySelectorAll("g.node")) {
-      const title = g.querySelector("title");
-      if (title) this.byName.set(title.textContent, g);
+      const name = dotName(g, this.svg);
+      if (name) this.byName.set(name, g);
     }
     const link = (a, b) => {
       if (!this.neighbours.has(a)) this.neighbours.set(a, []);
       this.neighbours.get(a).push(b);
     };
     for (const g of this.svg.querySelectorAll("g.edge")) {
-      const title = g.querySelector("title");
-      const ends = title ? title.textContent.split("->") : [];
+      const ends = edgeEnds(g, this.svg);
       if (ends.length !== 2) continue;
       const [a, b] = ends.map((e) => e.split(":")[0]);
       link(a, b);
@@ -339,10 +338,32 @@ class Geometry {
   // The element and its neighbours' elements (by DOT name, via the <title>).
   around(el) {
     this.index();
-    const title = el.querySelector(":scope > title");
-    const names = title ? this.neighbours.get(title.textContent) || [] : [];
+    const name = dotName(el, this.svg);
+    const names = name ? this.neighbours.get(name) || [] : [];
     return names.map((n) => this.byName.get(n)).filter(Boolean);
   }
+}
+
+// An element's DOT name: its <title>; a node the page ships without one (its id is the graph's
+// id, "_" and the name) gets it from its id.
+function dotName(el, svg) {
+  const title = el.querySelector(":scope > title");
+  if (title) return title.textContent;
+  const graph = svg.querySelector("g.graph");
+  const prefix = graph ? `${graph.id}_` : null;
+  return prefix && el.classList.contains("node") && el.id.startsWith(prefix) ? el.id.slice(prefix.length) : null;
+}
+
+// An edge's ends ("a->b" in its <title>); a forward edge the page ships without one has them in
+// its id: the graph's id, "_fe_", a, "_", b.
+function edgeEnds(el, svg) {
+  const title = el.querySelector("title");
+  if (title) return title.textContent.split("->");
+  const graph = svg.querySelector("g.graph");
+  const prefix = graph ? `${graph.id}_fe_` : null;
+  if (!prefix || !el.id.startsWith(prefix)) return [];
+  const ends = el.id.slice(prefix.length).split("_");
+  return ends.length === 2 ? ends : [];
 }
 
 const NUMBERS = /-?\d*\.?\d+(?:e-?\d+)?/g;
@@ -1546,7 +1567,7 @@ export class LocalModel {
 }
 
 // The standalone page: each data script (class gv-replay-data) holds one replay (JSON, or for big
-// replays gzip+base64 that DecompressionStream inflates); mount it right after the script.
+// replays gzip, 7 bits a character, that DecompressionStream inflates); mount it right after the script.
 // Returns a promise of the mounted models.
 export async function mountStandalone(doc = document) {
   const steppers = [];
@@ -1555,8 +1576,8 @@ export async function mountStandalone(doc = document) {
     script.dataset.gvMounted = "1";
     const host = element("div", "gv-host");
     script.after(host);
-    const text = script.dataset.encoding === "gzip+base64" ? await inflate(script.textContent) : script.textContent;
-    const model = new LocalModel(JSON.parse(text));
+    const text = script.dataset.encoding === "gzip+7bit" ? await inflate(script.textContent) : script.textContent;
+    const model = new LocalModel(expandBorn(JSON.parse(text)));
     mount(host, model);
     if (!steppers.length) activate(host.querySelector(".gv-stepper"), true);
     steppers.push(model);
@@ -1564,11 +1585,46 @@ export async function mountStandalone(doc = document) {
   return steppers;
 }
 
-// base64 of gzip -> text, with the browser's own decompressor (no library, no eval).
-async function inflate(base64) {
-  const binary = atob(base64.trim());
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+// The page says when each element appears once for all views (born["*"], gradviz/stepper/page.py
+// _shared_born): each view gets the shared frames of the elements its SVG has, then its own.
+function expandBorn(state) {
+  const schedule = state.data && state.data.schedule;
+  const born = schedule && schedule.born;
+  if (!born || !born["*"]) return state;
+  const out = {};
+  for (const [view, own] of Object.entries(born)) {
+    if (view === "*") continue;
+    const mine = {};
+    for (const match of (state.svgs[view] || "").matchAll(/ id="([^"]+)"/g)) {
+      if (Object.hasOwn(born["*"], match[1])) mine[match[1]] = born["*"][match[1]];
+    }
+    out[view] = { ...mine, ...own };
+  }
+  schedule.born = out;
+  return state;
+}
+
+// gzip, 7 bits a character -> text, with the browser's own decompressor (no library, no eval).
+async function inflate(packed) {
+  const stream = new Blob([sevenBitBytes(packed)]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Response(stream).text();
+}
+
+// The page's packed data (gradviz/stepper/sevenbit.py): each character carries 7 bits, its code
+// below 128, or U+0100 plus the value for NUL, CR and "<" (which the HTML parser would change).
+function sevenBitBytes(text) {
+  const bytes = new Uint8Array(Math.floor((text.length * 7) / 8));
+  let bits = 0;
+  let held = 0;
+  let o = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    held = ((held << 7) | (code < 128 ? code : code - 256)) & 0x7fff;
+    bits += 7;
+    if (bits >= 8) {
+      bits -= 8;
+      if (o < bytes.length) bytes[o++] = (held >> bits) & 255;
+    }
+  }
+  return bytes;
 }

@@ -131,7 +131,7 @@ def test_views_can_be_left_out(small: Recording) -> None:
 def test_big_data_goes_compressed_and_unpacks_to_the_same_state(small: Recording) -> None:
     plain = replay_html(small, compress=False)
     packed = replay_html(small, compress=True)
-    assert 'class="gv-replay-data" data-encoding="gzip+base64"' in packed
+    assert 'class="gv-replay-data" data-encoding="gzip+7bit"' in packed
     assert '<script type="application/json" class="gv-replay-data">' not in packed
     assert unpack_state(packed) == unpack_state(plain)
     assert len(packed) < len(plain) / 2

@@ -17,10 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import rjsmin
+
 from gradviz.errors import GradvizError
 from gradviz.escape import json_text
 from gradviz.model.recording import Recording
 from gradviz.progress import progress
+from gradviz.render.pagesvg import page_svg
 from gradviz.render.theme import DARK, DEFAULT, Theme
 from gradviz.render.watched import collapsed_members
 from gradviz.replay.frames import (
@@ -35,6 +38,7 @@ from gradviz.replay.frames import (
 from gradviz.replay.modules import module_css, module_views, view_options
 from gradviz.replay.overlays import EXPLAIN_MAX_NODES
 from gradviz.replay.styles import step_css
+from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
 
 __all__ = [
     "asset_text",
@@ -80,21 +84,6 @@ def json_for_script(value: Any) -> str:
     ):
         text = text.replace(raw, escaped)
     return text
-
-
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-
-
-_GEOMETRY = re.compile(r'( (?:points|d|x|y|cx|cy|rx|ry)=")([^"]*)"')
-_DECIMALS = re.compile(r"(-?\d+\.\d)\d+")
-
-
-def _svg_element(svg: str) -> str:
-    """Graphviz output without the XML prolog, doctype and comments: the <svg> alone, its
-    coordinates to 0.1 pt (a tenth of a point is below a screen pixel at any readable zoom;
-    the page gets 10% lighter)."""
-    svg = _COMMENT.sub("", svg[svg.index("<svg") :])
-    return _GEOMETRY.sub(lambda m: m.group(1) + _DECIMALS.sub(r"\1", m.group(2)) + '"', svg)
 
 
 def _dark_remap(light: Theme, dark: Theme) -> str:
@@ -165,7 +154,7 @@ def layout_view(
     template, _ = replay_layout(recording, **{**options, **view_options(view)})
     born = replay_born(recording, [view], **options).get(view, {})
     with_born = {**schedule, "born": {view: born}} if born else schedule
-    return _svg_element(template.render(classes_at(with_born, index, view))), born
+    return page_svg(template.render(classes_at(with_born, index, view))), born
 
 
 def stepper_payload(
@@ -329,6 +318,66 @@ def compact_js(source: str) -> str:
     return "".join(kept)
 
 
+def page_js(source: str) -> str:
+    """The front end as the page inlines it: minified by rjsmin (comments and whitespace
+    out, names kept; 48 -> 42 kB of every page), after ``compact_js``."""
+    return str(rjsmin.jsmin(compact_js(source)))
+
+
+def compact_css(source: str) -> str:
+    """The stylesheet as the page inlines it: without comments and indentation."""
+    source = re.sub(r"/\*.*?\*/", "", source, flags=re.DOTALL)
+    return "\n".join(line.strip() for line in source.splitlines() if line.strip()) + "\n"
+
+
+def _page_data(data: dict[str, Any], svgs: dict[str, str]) -> dict[str, Any]:
+    """The data as the page ships it: the steps without ``formula`` (the narration says it;
+    the front end reads only the narration; the widget and ``to_dict`` keep it), and when
+    each element appears said once for all views (``SHARED_BORN``)."""
+    steps = [{k: v for k, v in step.items() if k != "formula"} for step in data["steps"]]
+    out = {**data, "steps": steps}
+    born = data["schedule"].get("born")
+    if born:
+        out["schedule"] = {**data["schedule"], "born": _shared_born(born, svgs)}
+    return out
+
+
+_ID = re.compile(r' id="([^"]+)"')
+SHARED_BORN = "*"  # the page's born map for every view; each view lists only where it differs
+
+
+def _shared_born(
+    born: dict[str, dict[str, int]], svgs: dict[str, str]
+) -> dict[str, dict[str, int]]:
+    """Each element's forward frame once (most views draw the same node at the same frame:
+    on ResNet-50 the backward, module and combined views repeat 2,000 of them); a view
+    keeps its own entries where they differ or its SVG has no such id."""
+    counts: dict[str, dict[int, int]] = {}
+    for frames in born.values():
+        for element, frame in frames.items():
+            seen = counts.setdefault(element, {})
+            seen[frame] = seen.get(frame, 0) + 1
+    shared = {element: max(seen, key=seen.__getitem__) for element, seen in counts.items()}
+    views = {}
+    for view, frames in born.items():
+        ids = set(_ID.findall(svgs.get(view, "")))
+        views[view] = {e: f for e, f in frames.items() if shared[e] != f or e not in ids}
+    return {SHARED_BORN: shared, **views}
+
+
+def views_born(born: dict[str, dict[str, int]], svgs: dict[str, str]) -> dict[str, dict[str, int]]:
+    """``_shared_born`` undone: each view gets the shared frames of the elements its SVG
+    has, then its own (the front end's ``expandBorn`` does the same)."""
+    shared = born.get(SHARED_BORN, {})
+    out: dict[str, dict[str, int]] = {}
+    for view, own in born.items():
+        if view == SHARED_BORN:
+            continue
+        ids = _ID.findall(svgs.get(view, ""))
+        out[view] = {**{e: shared[e] for e in ids if e in shared}, **own}
+    return out
+
+
 def _script_safe_js(source: str) -> str:
     lowered = source.lower()
     if "</script" in lowered or "<!--" in lowered:
@@ -350,20 +399,23 @@ def content_security_policy(script: str) -> str:
 EXPLAINED = {"memory", "health", "diff"}  # data keys that need assets/explain.js
 
 
-COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+base64
+COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+7bit
 
 
 def packed_state(state: dict[str, Any], compress: bool | None = None) -> tuple[str, str]:
-    """The page's data script: (its attributes, its text). Big replays go gzip-compressed
-    and base64-encoded (SVG text shrinks 8-15x; the browser inflates it natively with
-    DecompressionStream), small ones as plain JSON that stays readable in the page."""
+    """The page's data script: (its attributes, its text). Big replays go gzip-compressed,
+    7 bits a character (``gradviz.stepper.sevenbit``: SVG text shrinks 8-15x; the browser
+    inflates it natively with DecompressionStream), small ones as plain JSON that stays
+    readable in the page."""
     text = json_for_script(state)
     if compress is None:
         compress = len(text) > COMPRESS_ABOVE
     if not compress:
         return 'type="application/json" class="gv-replay-data"', text
-    packed = base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
-    return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+base64"', (
+    # no script context inside the packed bytes: plain JSON (no \u003c escapes) is enough
+    raw = json_text(state, compact=True).encode("utf-8")
+    packed = to_seven_bit(gzip.compress(raw, 9, mtime=0))
+    return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+7bit"', (
         packed
     )
 
@@ -379,9 +431,12 @@ def unpack_state(page: str) -> dict[str, Any]:
     if match is None:
         raise ValueError("not a gradviz replay page: no gv-replay-data script")
     text = match.group(2)
-    if "gzip+base64" in match.group(1):
-        text = gzip.decompress(base64.b64decode(text)).decode("utf-8")
+    if "gzip+7bit" in match.group(1):
+        text = gzip.decompress(from_seven_bit(text)).decode("utf-8")
     value: dict[str, Any] = json.loads(text)
+    schedule = value.get("data", {}).get("schedule", {})
+    if SHARED_BORN in schedule.get("born", {}):
+        schedule["born"] = views_born(schedule["born"], value["svgs"])
     return value
 
 
@@ -397,18 +452,19 @@ def replay_html(
     """One self-contained page: the stepper's JS, CSS, the views' SVGs and the data inline.
 
     ``views`` leaves views out (``available_views``); ``compress`` ships the data
-    gzip+base64 (default: when it is big). ``extra_data`` joins the stepper's data (a
+    gzip+7bit (default: when it is big). ``extra_data`` joins the stepper's data (a
     diff's per-node numbers); ``after``: trusted, already escaped markup after the stepper."""
     payload = stepper_payload(recording, views=views, **options)  # laid out at the final step
     payload["data"].update(extra_data or {})
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
+    state["data"] = _page_data(state["data"], state["svgs"])
     attributes, text = packed_state(state, compress)
-    css = asset_text("stepper.css")
-    js = _script_safe_js(compact_js(asset_text("stepper.js")))
+    css = compact_css(asset_text("stepper.css"))
+    js = _script_safe_js(page_js(asset_text("stepper.js")))
     if EXPLAINED & set(payload["data"]):  # the explanations' code only where they have data
-        css += asset_text("explain.css")
-        js += _script_safe_js(compact_js(asset_text("explain.js")))
+        css += compact_css(asset_text("explain.css"))
+        js += _script_safe_js(page_js(asset_text("explain.js")))
     script = f"\n{js}\nmountStandalone();\n"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:

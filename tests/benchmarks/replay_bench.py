@@ -8,7 +8,10 @@ stepper in headless Chromium: time until a page is interactive, median step late
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -28,6 +31,7 @@ from workloads import ReplayWorkload, replay_workloads, synthetic  # noqa: E402
 
 import gradviz  # noqa: E402
 from gradviz.errors import GradvizWarning  # noqa: E402
+from gradviz.stepper.page import unpack_state  # noqa: E402
 
 DOT_LIMIT_S = 900  # a plain dot run longer than this is reported as "> limit"
 RATIO_TARGET = 15.0
@@ -88,7 +92,30 @@ def replay_seconds(work: ReplayWorkload, folder: Path) -> dict[str, Any]:
         "page_bytes": size,
         "page_mb_per_1000": size / 1e6 / nodes * 1000,
         "page": str(path),
+        "page_parts": page_parts(path),
     }
+
+
+def page_parts(path: Path) -> dict[str, int]:
+    """What a page's bytes are: the front end and markup outside the data script (as they
+    are), and each part of the data (each view's SVG, the steps, the schedule, the rest)
+    gzip-compressed on its own (the page packs them together, 7 bits a character)."""
+    page = path.read_text(encoding="utf-8")
+    state = unpack_state(page)
+    data = re.search(r'class="gv-replay-data"[^>]*>(.*?)</script>', page, re.DOTALL)
+    packed = len(data.group(1).encode("utf-8")) if data else 0
+
+    def gz(value: Any) -> int:
+        return len(gzip.compress(json.dumps(value, ensure_ascii=False).encode(), 9, mtime=0))
+
+    parts = {"front end": len(page.encode("utf-8")) - packed, "packed data": packed}
+    for view, svg in state["svgs"].items():
+        parts[f"gz {view}"] = gz(svg)
+    for key in ("steps", "schedule"):
+        parts[f"gz {key}"] = gz(state["data"].get(key))
+    rest = {k: v for k, v in state["data"].items() if k not in ("steps", "schedule")}
+    parts["gz other data"] = gz(rest) + gz(state["css"])
+    return parts
 
 
 def torchlens_seconds(work: ReplayWorkload, folder: Path) -> float | None:
@@ -243,6 +270,9 @@ def report(result: dict[str, Any]) -> str:
             f"{'met' if page_met else 'MISSED':6} page <= {PAGE_TARGET_MB_PER_1000} MB per "
             f"1,000 nodes [{row['workload']}]"
         )
+    for row in result["rows"]:
+        parts = ", ".join(f"{k} {v / 1e3:.0f}" for k, v in row["page_parts"].items())
+        lines.append(f"  page kB [{row['workload']}]: {parts}")
     lines.append("stepper in headless Chromium (1600x900):")
     for row in result["browser"]:
         if "error" in row:
