@@ -11,7 +11,7 @@ import torch
 import gradviz
 from gradviz.replay.frames import replay_data
 from gradviz.replay.overlays import EXPLAIN_MAX_NODES
-from gradviz.stepper.page import asset_text, compact_js, replay_html, unpack_state
+from gradviz.stepper.page import asset_text, compact_css, page_js, replay_html, unpack_state
 
 
 def chain() -> tuple[gradviz.Recording, list[torch.Tensor], list[torch.Tensor]]:
@@ -52,11 +52,11 @@ def test_zero_and_module_norms() -> None:
 
 def test_the_page_ships_the_code_only_with_the_data(tmp_path: pytest.TempPathFactory) -> None:
     rec, _, _ = chain()
-    code = compact_js(asset_text("explain.js"))
+    code, style = page_js(asset_text("explain.js")), compact_css(asset_text("explain.css"))
     small = replay_html(rec)
-    assert code in small and "memory" in unpack_state(small)["data"]
+    assert code in small and style in small and "memory" in unpack_state(small)["data"]
     bare = replay_html(rec, explain=False)
-    assert code not in bare and asset_text("explain.css") not in bare
+    assert code not in bare and style not in bare
     assert not {"memory", "health"} & set(unpack_state(bare)["data"])
     assert len(rec.graph.nodes) <= EXPLAIN_MAX_NODES
 
