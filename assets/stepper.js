@@ -837,17 +837,29 @@ class GradFields {
     this.updates = updates;
   }
   apply(view, index) {
+    // only the fields whose step lies between the step shown last and this one change (#14)
+    const last = this.shown && this.shown.view === view ? this.shown.index : null;
+    this.shown = { view, index };
+    const lo = Math.min(last === null ? -Infinity : last, index);
+    const hi = Math.max(last === null ? Infinity : last, index);
+    const fields = view.gradFields || (view.gradFields = new Map());
     for (const u of this.updates) {
-      const box = view.byId.get(u.id);
-      if (!box) continue;
-      const texts = [...box.querySelectorAll("text")];
-      const key = texts.findIndex((t) => t.textContent === "grad");
-      if (key < 0 || key + 1 >= texts.length) continue;
-      const field = texts[key + 1];
+      if (u.step < lo || u.step > hi) continue;
+      if (!fields.has(u.id)) fields.set(u.id, gradField(view.byId.get(u.id)));
+      const field = fields.get(u.id);
+      if (!field) continue;
       field.textContent = index >= u.step ? u.after : u.before;
       field.classList.toggle("gv-grad-new", index === u.step);
     }
   }
+}
+
+// The text after a tensor record's "grad" key, or null.
+function gradField(box) {
+  if (!box) return null;
+  const texts = [...box.querySelectorAll("text")];
+  const key = texts.findIndex((t) => t.textContent === "grad");
+  return key < 0 || key + 1 >= texts.length ? null : texts[key + 1];
 }
 
 // The search box: matches nodes by type, module and tensor names (data.search: [node, text]).
@@ -1211,6 +1223,21 @@ export function mount(el, model) {
     return current() === 0 && node ? elementOf(node) : null;
   }
 
+  // A forward frame in the collapsed view: the op runs inside a module drawn as one box, and
+  // backward classes do not apply yet, so the box itself is marked (gv-here) (#14).
+  let here = null;
+  function markHere(index) {
+    if (here) here.classList.remove("gv-here");
+    here = null;
+    if (index >= 0) return;
+    const node = ((forward[index - start] || {}).nodes || [])[0];
+    const el = node ? elementOf(node) : null;
+    if (!el || el.id === `${prefix}_${node}`) return; // the op's own node is drawn: born shows it
+    here = el;
+    el.classList.add("gv-here");
+    root.dataset.here = el.id;
+  }
+
   function activeBox() {
     const el = activeElement();
     return el ? view.geometry.box(el) : null;
@@ -1347,6 +1374,7 @@ export function mount(el, model) {
       view.apply(index);
       shown = index;
       follow();
+      markHere(index);
     }
     root.dataset.step = String(index);
     slider.value = String(index);

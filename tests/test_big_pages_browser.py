@@ -127,8 +127,7 @@ def test_manual_pan_pauses_following_and_the_button_resumes(
     box = page.evaluate("(r) => r.dataset.camera", root)
     page.evaluate("(r) => r.querySelector('.gv-first').click()", root)
     assert (
-        page.evaluate("(r) => r.dataset.camera", root)
-        == box
+        page.evaluate("(r) => r.dataset.camera", root) == box
     )  # paused: the view stays where the user put it
     page.evaluate("(r) => r.querySelector('.gv-follow').click()", root)
     assert root.get_attribute("data-follow") == "on"

@@ -306,6 +306,11 @@ def _name_modules(recording: Recording, steps: list[dict[str, Any]]) -> None:
             step["module"] = scope.label
 
 
+# A comment after code on a line whose code holds no quote, backtick or slash (so the "//"
+# cannot be inside a string, a template or a regular expression): dropped too.
+_TRAILING_COMMENT = re.compile(r"^([^\"'`/\n]*?\S) // [^`\n]*$", re.MULTILINE)
+
+
 def compact_js(source: str) -> str:
     """The front end as the page inlines it: without comment lines, blank lines and
     indentation (13 kB of every page; nothing inside a multi-line template string is
@@ -316,10 +321,20 @@ def compact_js(source: str) -> str:
         if in_template:
             kept.append(line)
         elif line.strip() and not line.lstrip().startswith("//"):
-            kept.append(line.lstrip(" "))
+            kept.append(_TRAILING_COMMENT.sub(r"\1", line.lstrip(" ")))
         if line.count("`") % 2:
             in_template = not in_template
     return "".join(kept)
+
+
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+
+
+def compact_css(source: str) -> str:
+    """The stylesheet as the page inlines it: without comments, blank lines and indentation
+    (2 kB of every page, room for the big-graph front end)."""
+    lines = (line.strip() for line in _CSS_COMMENT.sub("", source).splitlines())
+    return "\n".join(line for line in lines if line)
 
 
 def _script_safe_js(source: str) -> str:
@@ -390,7 +405,7 @@ def replay_html(
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
     attributes, text = packed_state(state, compress)
-    css = asset_text("stepper.css")
+    css = compact_css(asset_text("stepper.css"))
     js = _script_safe_js(compact_js(asset_text("stepper.js")))
     script = f"\n{js}\nmountStandalone();\n"
     steps = f"{len(recording.steps)} steps"
