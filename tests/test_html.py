@@ -14,7 +14,13 @@ import torch
 
 import gradviz
 from gradviz.model.recording import Recording
-from gradviz.stepper.page import asset_text, compact_js, json_for_script, replay_html
+from gradviz.stepper.page import (
+    asset_text,
+    compact_css,
+    compact_js,
+    json_for_script,
+    replay_html,
+)
 from gradviz.teaching.lessons import lesson
 
 EVIL = "</script><img src=x onerror=alert(1)><!--"
@@ -69,7 +75,8 @@ def test_page_is_self_contained(tmp_path: Path) -> None:
     state = json.loads(_data_script(page))
     assert state["step"] == 0 and state["data"]["count"] == len(recording) + 1
     assert set(state["svgs"]) == {"backward", "combined"}
-    assert compact_js(asset_text("stepper.js")) in page and asset_text("stepper.css") in page
+    assert compact_js(asset_text("stepper.js")) in page
+    assert compact_css(asset_text("stepper.css")) in page
 
 
 def test_assets_are_the_checkouts() -> None:

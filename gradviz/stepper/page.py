@@ -306,9 +306,15 @@ def _name_modules(recording: Recording, steps: list[dict[str, Any]]) -> None:
             step["module"] = scope.label
 
 
-# A comment after code on a line whose code holds no quote, backtick or slash (so the "//"
-# cannot be inside a string, a template or a regular expression): dropped too.
-_TRAILING_COMMENT = re.compile(r"^([^\"'`/\n]*?\S) // [^`\n]*$", re.MULTILINE)
+def _without_trailing_comment(line: str) -> str:
+    """A comment after code, dropped where the code before it holds no slash and only whole
+    strings (an even number of each quote): then the " // " cannot be inside a string, a
+    template or a regular expression."""
+    code, found, comment = line.partition(" // ")
+    balanced = all(code.count(q) % 2 == 0 for q in "\"'`")
+    if not found or "/" in code or "`" in comment or not balanced or not code.strip():
+        return line
+    return code.rstrip() + "\n"
 
 
 def compact_js(source: str) -> str:
@@ -321,7 +327,7 @@ def compact_js(source: str) -> str:
         if in_template:
             kept.append(line)
         elif line.strip() and not line.lstrip().startswith("//"):
-            kept.append(_TRAILING_COMMENT.sub(r"\1", line.lstrip(" ")))
+            kept.append(_without_trailing_comment(line.lstrip(" ")))
         if line.count("`") % 2:
             in_template = not in_template
     return "".join(kept)
