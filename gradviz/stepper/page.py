@@ -302,6 +302,17 @@ def _name_modules(recording: Recording, steps: list[dict[str, Any]]) -> None:
             step["module"] = scope.label
 
 
+def _without_trailing_comment(line: str) -> str:
+    """A comment after code, dropped where the code before it holds no slash and only whole
+    strings (an even number of each quote): then the " // " cannot be inside a string, a
+    template or a regular expression."""
+    code, found, comment = line.partition(" // ")
+    balanced = all(code.count(q) % 2 == 0 for q in "\"'`")
+    if not found or "/" in code or "`" in comment or not balanced or not code.strip():
+        return line
+    return code.rstrip() + "\n"
+
+
 def compact_js(source: str) -> str:
     """The front end as the page inlines it: without comment lines, blank lines and
     indentation (13 kB of every page; nothing inside a multi-line template string is
@@ -312,7 +323,7 @@ def compact_js(source: str) -> str:
         if in_template:
             kept.append(line)
         elif line.strip() and not line.lstrip().startswith("//"):
-            kept.append(line.lstrip(" "))
+            kept.append(_without_trailing_comment(line.lstrip(" ")))
         if line.count("`") % 2:
             in_template = not in_template
     return "".join(kept)

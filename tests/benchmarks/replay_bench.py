@@ -4,6 +4,9 @@ issue's target: at most 15x), the page's weight per 1,000 backward nodes (target
 torchlens' equivalent (trace, log the backward pass, draw it) where installed, and the
 stepper in headless Chromium: time until a page is interactive, median step latency
 (target: 16 ms at 3,000 and 10,000 nodes) and frame times while panning and zooming.
+"Ready" is the page's own data-ready (the first frame with the graph painted); "click to the
+step's frame rendered" includes the wait for the next frame (up to 16.7 ms at 60 Hz), the
+handler figure does not.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ DOT_LIMIT_S = 900  # a plain dot run longer than this is reported as "> limit"
 RATIO_TARGET = 15.0
 PAGE_TARGET_MB_PER_1000 = 1.5
 STEP_TARGET_MS = 16.0
+READY_TARGET_S = 2.0  # a 3,000-node page is interactive within this
 
 
 def _loss(work: ReplayWorkload) -> torch.Tensor:
@@ -149,7 +153,9 @@ STEPS = """async (count) => {
   for (let i = 0; i < count; i++) {
     const t = performance.now();
     root.querySelector('.gv-next').click();
-    await new Promise((resolve) => requestAnimationFrame(() => resolve()));
+    // the frame that shows the step has been rendered (style, layout, paint) once a task
+    // queued from its requestAnimationFrame callback runs
+    await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
     out.push(performance.now() - t);
   }
   return out;
@@ -191,6 +197,13 @@ FRAMES = """async () => {
 }"""
 
 
+# Where the start-up time goes: the page's own marks (ms since navigation started).
+MARKS = """() => Object.fromEntries(['gv-data', 'gv-mounted', 'gv-ready'].map((name) => {
+  const m = performance.getEntriesByName(name)[0];
+  return [name, m ? Math.round(m.startTime) : null];
+}))"""
+
+
 def browser_figures(path: Path, profile: Path) -> dict[str, Any]:
     from browser_support_bench import chromium
 
@@ -199,8 +212,9 @@ def browser_figures(path: Path, profile: Path) -> dict[str, Any]:
         page.set_viewport_size({"width": 1600, "height": 900})
         start = time.perf_counter()
         page.goto(path.as_uri(), wait_until="load")
-        page.wait_for_selector(".gv-stepper svg", timeout=600_000)
+        page.wait_for_selector('.gv-stepper[data-ready="1"]', timeout=600_000)
         ready = time.perf_counter() - start
+        marks = page.evaluate(MARKS)
         handler = page.evaluate(HANDLER, 30)
         steps = page.evaluate(STEPS, 30)
         frames = page.evaluate(FRAMES)
@@ -208,6 +222,7 @@ def browser_figures(path: Path, profile: Path) -> dict[str, Any]:
     frames.sort()
     return {
         "interactive_s": ready,
+        "marks_ms": marks,
         "step_handler_median_ms": statistics.median(handler),
         "step_to_frame_median_ms": statistics.median(steps),
         "frame_median_ms": statistics.median(frames),
@@ -279,12 +294,26 @@ def report(result: dict[str, Any]) -> str:
             lines.append(f"  {row['nodes']} nodes: not measured ({row['error']})")
             continue
         lines.append(
-            f"  {row['nodes']} nodes, {row['page_bytes'] / 1e6:.1f} MB: interactive after "
-            f"{row['interactive_s']:.1f} s; step handler median "
-            f"{row['step_handler_median_ms']:.1f} ms (target {STEP_TARGET_MS:.0f}), click to "
-            f"next frame {row['step_to_frame_median_ms']:.1f} ms; pan/zoom frames median "
-            f"{row['frame_median_ms']:.1f} ms, p95 {row['frame_p95_ms']:.1f} ms"
+            f"  {row['nodes']} nodes, {row['page_bytes'] / 1e6:.1f} MB: ready (first frame "
+            f"painted) after {row['interactive_s']:.1f} s (page marks, ms since navigation: "
+            f"{row['marks_ms']}); step handler median {row['step_handler_median_ms']:.1f} ms, "
+            f"click to the step's frame rendered {row['step_to_frame_median_ms']:.1f} ms; "
+            f"pan/zoom frames median {row['frame_median_ms']:.1f} ms, "
+            f"p95 {row['frame_p95_ms']:.1f} ms"
         )
+        step = row["step_to_frame_median_ms"]
+        lines.append(
+            f"{'met' if step <= STEP_TARGET_MS else 'MISSED':6} step <= {STEP_TARGET_MS:.0f} ms "
+            f"[{row['nodes']} nodes]: {step / STEP_TARGET_MS:.1f}x the target"
+        )
+        if row["nodes"] <= 3500:
+            ready = row["interactive_s"]
+            lines.append(
+                f"{'met' if ready <= READY_TARGET_S else 'MISSED':6} interactive <= "
+                f"{READY_TARGET_S:.0f} s [{row['nodes']} nodes]: {ready / READY_TARGET_S:.1f}x"
+            )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines.append(f"  (load average {load:.1f} on {os.cpu_count()} cores when this was printed)")
     return "\n".join(lines)
 
 
