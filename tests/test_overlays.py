@@ -10,7 +10,7 @@ import torch
 
 import gradviz
 from gradviz.replay.frames import replay_data
-from gradviz.replay.overlays import EXPLAIN_MAX_NODES
+from gradviz.stepper import page as page_module
 from gradviz.stepper.page import asset_text, compact_css, page_js, replay_html, unpack_state
 
 
@@ -58,7 +58,6 @@ def test_the_page_ships_the_code_only_with_the_data(tmp_path: pytest.TempPathFac
     bare = replay_html(rec, explain=False)
     assert code not in bare and style not in bare
     assert not {"memory", "health"} & set(unpack_state(bare)["data"])
-    assert len(rec.graph.nodes) <= EXPLAIN_MAX_NODES
 
 
 def test_the_widget_has_the_toggles() -> None:
@@ -69,3 +68,24 @@ def test_the_widget_has_the_toggles() -> None:
     assert "health" not in gradviz.Stepper(rec, explain=False).data
     off = gradviz.Stepper(rec, explain=True, view="backward")
     off.ensure_view("combined")  # a later layout does not get explain= as a render option
+
+
+def test_big_pages_keep_the_toggles_while_they_stay_light(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default a page ships the toggles unless they alone take it over the page budget;
+    then it leaves them out (same layout), and ``explain=True`` still forces them in."""
+    rec, _, _ = chain()
+    with_toggles = replay_html(rec)
+    assert {"memory", "health"} <= set(unpack_state(with_toggles)["data"])
+    without = replay_html(rec, explain=False)
+    nodes = len(rec.graph.nodes)
+    between = (len(with_toggles.encode("utf-8")) + len(without.encode("utf-8"))) // (2 * nodes)
+    monkeypatch.setattr(page_module, "PAGE_BYTES_PER_NODE", between)
+    light = replay_html(rec)
+    assert not {"memory", "health"} & set(unpack_state(light)["data"])
+    assert page_js(asset_text("explain.js")) not in light
+    assert unpack_state(light)["svgs"] == unpack_state(with_toggles)["svgs"]
+    forced = replay_html(rec, explain=True)
+    assert {"memory", "health"} <= set(unpack_state(forced)["data"])
+    # a page over the budget without them too keeps them: they do not make the difference
+    monkeypatch.setattr(page_module, "PAGE_BYTES_PER_NODE", 1)
+    assert {"memory", "health"} <= set(unpack_state(replay_html(rec))["data"])

@@ -26,8 +26,6 @@ from gradviz.model.values import Role
 
 __all__ = ["diff_data", "health_data", "memory_data", "overlay_data"]
 
-EXPLAIN_MAX_NODES = 150  # pages of bigger graphs ship the overlays only when asked
-
 
 def _short(value: float) -> float:
     """Four significant digits: what a panel or a bar can show."""

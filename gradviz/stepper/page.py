@@ -36,7 +36,6 @@ from gradviz.replay.frames import (
     replay_options,
 )
 from gradviz.replay.modules import module_css, module_views, view_options
-from gradviz.replay.overlays import EXPLAIN_MAX_NODES
 from gradviz.replay.styles import step_css
 from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
 
@@ -167,8 +166,9 @@ def stepper_payload(
 ) -> dict[str, Any]:
     """The views laid out, the schedule, the panel data and the stylesheets.
 
-    ``explain``: ship the memory and gradient-health toggles' data (default: for graphs of
-    up to ``EXPLAIN_MAX_NODES`` nodes, to keep big pages light).
+    ``explain``: ship the memory and gradient-health toggles' data (default: yes; the
+    offline page leaves them out where they would make it heavier than
+    ``PAGE_BYTES_PER_NODE``, see ``replay_html``).
 
     ``views`` leaves views out (default: every view, ``available_views``); ``lazy`` lays
     out only the view the stepper opens on (the widget asks the kernel for the others when
@@ -185,9 +185,7 @@ def stepper_payload(
     render_options = replay_options(recording, **options)
     theme: Theme = render_options.theme
     prefix = render_options.prefix or recording.graph.prefix
-    if explain is None:
-        explain = len(recording.graph.nodes) <= EXPLAIN_MAX_NODES
-    data = replay_data(recording, prefix, None, depths, explain=explain)
+    data = replay_data(recording, prefix, None, depths, explain=explain is not False)
     born: dict[str, dict[str, int]] = {}
     svgs: dict[str, str] = {}
     laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
@@ -451,6 +449,11 @@ def unpack_state(page: str) -> dict[str, Any]:
     return value
 
 
+# The page weight a replay keeps to, every view included: the explanations' toggles (memory,
+# gradient health) ship by default only where they keep a page under it.
+PAGE_BYTES_PER_NODE = 1500
+
+
 def replay_html(
     recording: Recording,
     title: str | None = None,
@@ -458,15 +461,38 @@ def replay_html(
     compress: bool | None = None,
     extra_data: dict[str, Any] | None = None,
     after: str = "",
+    explain: bool | None = None,
     **options: Any,
 ) -> str:
     """One self-contained page: the stepper's JS, CSS, the views' SVGs and the data inline.
 
     ``views`` leaves views out (``available_views``); ``compress`` ships the data
     gzip+7bit (default: when it is big). ``extra_data`` joins the stepper's data (a
-    diff's per-node numbers); ``after``: trusted, already escaped markup after the stepper."""
-    payload = stepper_payload(recording, views=views, **options)  # laid out at the final step
+    diff's per-node numbers); ``after``: trusted, already escaped markup after the stepper.
+    ``explain``: the Memory and Health toggles (default: unless they alone would take the
+    page over ``PAGE_BYTES_PER_NODE`` bytes per backward node; ``True``: always)."""
+    payload = stepper_payload(recording, views=views, explain=explain, **options)
     payload["data"].update(extra_data or {})
+    page = _page(recording, payload, title, compress, after)
+    budget = PAGE_BYTES_PER_NODE * max(len(recording.graph.nodes), 1)
+    if explain is None and len(page.encode("utf-8")) > budget:
+        for key in ("memory", "health"):
+            payload["data"].pop(key, None)
+        lighter = _page(recording, payload, title, compress, after)
+        if len(lighter.encode("utf-8")) <= budget:  # the toggles made the difference
+            return lighter
+    return page
+
+
+def _page(
+    recording: Recording,
+    payload: dict[str, Any],
+    title: str | None,
+    compress: bool | None,
+    after: str,
+) -> str:
+    """The page around a payload (``replay_html`` builds it again without the toggles'
+    data when they make it too heavy; the layout is not redone)."""
     state = {key: payload[key] for key in ("svgs", "data", "css", "view")}
     state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
     state["data"] = _page_data(state["data"], state["svgs"])
