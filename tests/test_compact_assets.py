@@ -29,7 +29,7 @@ def test_trailing_comments_go_only_where_they_cannot_be_inside_a_string() -> Non
 
 def test_compact_css_drops_comments_and_indentation_only() -> None:
     css = "/* a note\n over lines */\n.a > b {\n  color: red; /* why */\n}\n\n.c{x:1}\n"
-    assert compact_css(css) == ".a > b {\ncolor: red;\n}\n.c{x:1}"
+    assert compact_css(css) == ".a > b {\ncolor: red;\n}\n.c{x:1}\n"
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="no node to parse the JS")
