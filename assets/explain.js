@@ -403,8 +403,9 @@ class OptimizerPanel {
 
   show() {
     this.ctx.go(this.last);
-    const box = this.ctx.panel.querySelector(".gv-optstep");
-    if (box && box.scrollIntoView) box.scrollIntoView({ block: "nearest" });
+    const panel = this.ctx.panel; // scroll the panel (not the page) to the section
+    const box = panel.querySelector(".gv-optstep");
+    if (box && panel.scrollHeight > panel.clientHeight) panel.scrollTop = box.offsetTop - panel.offsetTop;
   }
 
   key(event) {
