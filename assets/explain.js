@@ -103,6 +103,7 @@ class MemoryOverlay {
   decorate(view) {
     if (this.badges.has(view.svg)) return this.badges.get(view.svg);
     const made = [];
+    const ckpt = new Set(this.m.ckpt || []);
     for (const [node, bytes] of Object.entries(this.m.nodes)) {
       const el = view.byId.get(`${this.ctx.prefix}_${node}`);
       if (!el || !el.getBBox) continue;
@@ -115,7 +116,8 @@ class MemoryOverlay {
       badge.setAttribute("text-anchor", "end");
       badge.setAttribute("font-size", "9");
       badge.dataset.bytes = String(bytes);
-      badge.textContent = formatBytes(bytes);
+      badge.textContent = ckpt.has(node) ? `⟳ inputs ${formatBytes(bytes)}` : formatBytes(bytes);
+      if (ckpt.has(node)) badge.classList.add("gv-mem-ckpt-badge");
       el.append(badge);
       made.push([node, el]);
     }
@@ -138,7 +140,13 @@ class MemoryOverlay {
     const box = element("div", "gv-memory");
     box.append(element("div", "gv-section", "memory"));
     const node = (this.ctx.data.steps[index] || {}).node;
-    if (node && m.nodes[node]) {
+    const ckpt = m.ckpt || [];
+    if (node && ckpt.includes(node)) {
+      box.append(infoRow("this node saved", "nothing of its own: checkpointed (its segment's inputs only)"));
+      const note = element("p", "gv-note gv-mem-ckpt",
+        "torch.utils.checkpoint: backward reran this segment's forward to recompute the tensors this node needs, used them and freed them.");
+      box.append(note);
+    } else if (node && m.nodes[node]) {
       const what = m.retained ? "kept (retain_graph=True)" : "freed now that it ran";
       box.append(infoRow("this node saved", `${formatBytes(m.nodes[node])}, ${what}`, m.nodes[node]));
     }
@@ -169,6 +177,9 @@ class MemoryOverlay {
       note = `The graph holds ${formatBytes(m.saved)} of saved tensors for backward; each node frees its own once it ran.`;
     }
     if (m.owned) note += ` ${formatBytes(m.owned)} of them belong to leaves (weights) and stay alive with them.`;
+    if (ckpt.length) {
+      note += ` ${ckpt.length} nodes ran inside torch.utils.checkpoint (marked ⟳): they keep only their segment's inputs; backward recomputes the rest by running that forward again.`;
+    }
     box.append(element("p", "gv-note gv-mem-note", note));
     return box;
   }

@@ -159,6 +159,7 @@ class _Walker:
         self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
         # node id -> ((device, data pointer), bytes) of each saved tensor's storage
         self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
+        self.checkpointed: list[str] = []  # node ids run inside torch.utils.checkpoint
 
     def walk(self) -> Graph:
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
@@ -186,6 +187,7 @@ class _Walker:
         tensors = self._tensor_records()
         graph = Graph(self.nodes, edges, _unique(root_ids), tensors)
         graph.saved_storages = self._saved_storages()
+        graph.checkpointed = tuple(self.checkpointed)
         return graph
 
     def _saved_storages(self) -> dict[str, tuple[tuple[str, int, bool], ...]]:
@@ -211,6 +213,9 @@ class _Walker:
         self.ids[torch_node] = node_id
         values, freed = _autograd.saved_values(torch_node)
         storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
+        if _autograd.checkpointed(torch_node):  # it holds its segment's inputs, not its own
+            self.checkpointed.append(node_id)
+            storages += [_storage_of(t) for t in _autograd.checkpoint_inputs(torch_node)]
         if storages:
             self.saved_raw[node_id] = storages
         leaf = _autograd.leaf_variable(torch_node)

@@ -209,6 +209,9 @@ class Graph:
         # the storages each node's saved tensors hold, read while tracing (not in JSON):
         # node id -> ((storage key, bytes, also held by a leaf), ...); see analysis.memory
         self.saved_storages: dict[str, tuple[tuple[str, int, bool], ...]] = {}
+        # nodes run inside torch.utils.checkpoint(use_reentrant=False), read while tracing
+        # (not in JSON): they saved placeholders, backward recomputes their tensors
+        self.checkpointed: tuple[str, ...] = ()
 
     # -- lookups -------------------------------------------------------------------------
     def node(self, node_id: str) -> Node:
