@@ -4,6 +4,9 @@ here independently with ``torch.autograd.graph.saved_tensors_hooks``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import torch
 from torch.utils.checkpoint import checkpoint
 
@@ -86,3 +89,37 @@ def test_tracing_does_not_rerun_the_checkpointed_forward() -> None:
     for a, b in zip(plain_model.parameters(), recorded_model.parameters(), strict=True):
         assert a.grad is not None and b.grad is not None
         assert torch.equal(a.grad, b.grad)  # bitwise, as without gradviz
+
+
+@pytest.mark.browser
+@pytest.mark.needs_dot
+def test_the_memory_panel_says_what_checkpointing_recomputes(tmp_path: Path) -> None:
+    from tests.support.browser import chromium, open_local
+
+    x = torch.randn(32, 16)
+    model = Model(True)
+    rec = gradviz.record(model(x), params=model)
+    node = rec.graph.checkpointed[0]
+    step = rec.step_for(node)
+    assert step is not None
+    path = rec.save(tmp_path / "ckpt.html")
+    with chromium(tmp_path / "profile") as context:
+        page, _, errors = open_local(context, path)
+        page.wait_for_selector(".gv-stepper")
+        root = page.query_selector(".gv-stepper")
+        root.query_selector(".gv-memory-btn").click()
+        root.evaluate(
+            """(r, n) => { const s = r.querySelector('.gv-slider'); s.value = String(n);
+            s.dispatchEvent(new Event('input')); }""",
+            step.index,
+        )
+        panel = root.query_selector(".gv-memory").text_content()
+        assert "checkpointed" in panel and "reran this segment's forward" in panel
+        assert "4 nodes ran inside torch.utils.checkpoint" in panel
+        badges = root.evaluate(
+            "(r) => [...r.querySelectorAll('.gv-mem-ckpt-badge')].map(b => b.textContent)"
+        )
+        inputs = format_bytes(x.numel() * x.element_size())
+        assert badges and all(b == f"⟳ inputs {inputs}" for b in badges)
+        page.screenshot(path=str(tmp_path / "checkpoint-memory.png"))
+        assert errors == []
