@@ -437,6 +437,12 @@ class OptimizerStep(_optstep_data.OptimizerStep):
         _check_save_keywords(Path("step.html"), options)
         return step_html(self, **options)
 
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Jupyter shows the stepper over the backward, the step's panel at its end."""
+        return notebook_bundle(self)
+
     def save(self, path: str | Path, **options: Unpack[SaveKeywords]) -> Path:
         """.html (the page of ``html()``, same keywords) or .json (the step as data)."""
         target = Path(path)

@@ -168,3 +168,11 @@ def test_the_widget_carries_the_step() -> None:
     for param_name, param in model.named_parameters():
         assert close(rows[param_name][AFTER], norm(param))
     assert widget.recording is step.recording
+
+
+def test_a_step_displays_as_the_stepper_with_its_panel() -> None:
+    pytest.importorskip("anywidget")
+    step, *_ = stepped(OPTIMIZERS["sgd_momentum"])
+    data, _ = step._repr_mimebundle_()
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"]
+    assert "<svg" in data["text/html"] and "<script" not in data["text/html"]
