@@ -120,9 +120,24 @@ def _saved_attributes(node_type: type) -> tuple[str, ...]:
 _CHECKPOINT_MODULE = "torch.utils.checkpoint"
 
 
+_RAW_ATTRIBUTES: dict[type, tuple[str, ...]] = {}
+
+
+def _raw_attributes(node_type: type) -> tuple[str, ...]:
+    """The saved attributes that hold a tensor (a ``_raw_saved_*`` twin), once per class."""
+    names = _RAW_ATTRIBUTES.get(node_type)
+    if names is None:
+        every = set(dir(node_type))
+        names = tuple(a for a in _saved_attributes(node_type) if "_raw" + a in every)
+        _RAW_ATTRIBUTES[node_type] = names
+    return names
+
+
 def _checkpoint_placeholder(node: Node, attribute: str) -> bool:
     """Whether the saved value is a placeholder of ``torch.utils.checkpoint`` (non-reentrant):
     its unpack hook reruns the checkpointed forward, so gradviz must not read it."""
+    if attribute not in _raw_attributes(type(node)):
+        return False
     try:
         raw = getattr(node, "_raw" + attribute, None)
     except RuntimeError:  # freed already
@@ -134,7 +149,9 @@ def _checkpoint_placeholder(node: Node, attribute: str) -> bool:
 def checkpointed(node: Node) -> bool:
     """Whether the node ran inside ``torch.utils.checkpoint(use_reentrant=False)``: its
     saved tensors are placeholders, recomputed by rerunning that forward in backward."""
-    return any(_checkpoint_placeholder(node, a) for a in _saved_attributes(type(node)))
+    # inside a checkpoint every saved tensor goes through its hooks: the first one tells
+    raw = _raw_attributes(type(node))
+    return bool(raw) and _checkpoint_placeholder(node, raw[0])
 
 
 def checkpoint_inputs(node: Node) -> list[torch.Tensor]:
