@@ -13,6 +13,10 @@
 //   (the module the active node runs in shaded, one receiving its gradients now outlined);
 // - data.diff (a diff page): nodes in one run only marked, the panel has both runs' norms
 //   and their ratio, and "First difference" (key d) jumps to the first step that differs.
+// - data.optimizer (an optimizer step's page, gradviz/replay/optstep.py): at the last step,
+//   the optimizer.step() that followed the backward (button, key s): per parameter ‖w‖
+//   before and after, ‖Δw‖, update/weight, the gradient and optimizer state it used, the
+//   hyper-parameters and the update rule; the parameters' leaf boxes are marked there.
 // Each part is a class with update(view, index), key(event) and the panel rows it adds.
 
 function formatBytes(count) {
@@ -99,6 +103,7 @@ class MemoryOverlay {
   decorate(view) {
     if (this.badges.has(view.svg)) return this.badges.get(view.svg);
     const made = [];
+    const ckpt = new Set(this.m.ckpt || []);
     for (const [node, bytes] of Object.entries(this.m.nodes)) {
       const el = view.byId.get(`${this.ctx.prefix}_${node}`);
       if (!el || !el.getBBox) continue;
@@ -111,7 +116,8 @@ class MemoryOverlay {
       badge.setAttribute("text-anchor", "end");
       badge.setAttribute("font-size", "9");
       badge.dataset.bytes = String(bytes);
-      badge.textContent = formatBytes(bytes);
+      badge.textContent = ckpt.has(node) ? `⟳ inputs ${formatBytes(bytes)}` : formatBytes(bytes);
+      if (ckpt.has(node)) badge.classList.add("gv-mem-ckpt-badge");
       el.append(badge);
       made.push([node, el]);
     }
@@ -134,7 +140,13 @@ class MemoryOverlay {
     const box = element("div", "gv-memory");
     box.append(element("div", "gv-section", "memory"));
     const node = (this.ctx.data.steps[index] || {}).node;
-    if (node && m.nodes[node]) {
+    const ckpt = m.ckpt || [];
+    if (node && ckpt.includes(node)) {
+      box.append(infoRow("this node saved", "nothing of its own: checkpointed (its segment's inputs only)"));
+      const note = element("p", "gv-note gv-mem-ckpt",
+        "torch.utils.checkpoint: backward reran this segment's forward to recompute the tensors this node needs, used them and freed them.");
+      box.append(note);
+    } else if (node && m.nodes[node]) {
       const what = m.retained ? "kept (retain_graph=True)" : "freed now that it ran";
       box.append(infoRow("this node saved", `${formatBytes(m.nodes[node])}, ${what}`, m.nodes[node]));
     }
@@ -165,6 +177,9 @@ class MemoryOverlay {
       note = `The graph holds ${formatBytes(m.saved)} of saved tensors for backward; each node frees its own once it ran.`;
     }
     if (m.owned) note += ` ${formatBytes(m.owned)} of them belong to leaves (weights) and stay alive with them.`;
+    if (ckpt.length) {
+      note += ` ${ckpt.length} nodes ran inside torch.utils.checkpoint (marked ⟳): they keep only their segment's inputs; backward recomputes the rest by running that forward again.`;
+    }
     box.append(element("p", "gv-note gv-mem-note", note));
     return box;
   }
@@ -381,10 +396,105 @@ class DiffOverlay {
   }
 }
 
+// -- the optimizer step ---------------------------------------------------------------------
+// A parameter's row: [name, box, group, ‖w‖, ‖w'‖, ‖Δw‖, ratio, ‖g‖, accumulated, g, Δw,
+// state before, state after] (gradviz/replay/optstep.py).
+const OPT_OPEN_MAX = 8; // above this many parameters each is a one-line <details>
+
+class OptimizerPanel {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.o = ctx.data.optimizer;
+    this.last = ctx.data.steps.length - 1;
+    this.button = button("optimizer.step()", "After the last backward step: what optimizer.step() did to each parameter (s)", () => this.show());
+    this.button.classList.add("gv-opt-btn");
+    ctx.bar.append(this.button);
+    this.marked = new WeakMap(); // svg -> whether its parameter boxes are marked
+  }
+
+  show() {
+    this.ctx.go(this.last);
+    const panel = this.ctx.panel; // scroll the panel (not the page) to the section
+    const box = panel.querySelector(".gv-optstep");
+    if (box && panel.scrollHeight > panel.clientHeight) panel.scrollTop = box.offsetTop - panel.offsetTop;
+  }
+
+  key(event) {
+    return useKey(event, "s", () => this.show());
+  }
+
+  update(view, index, parts) {
+    const here = index === this.last;
+    this.button.classList.toggle("gv-on", here);
+    if (view && this.marked.get(view.svg) !== here) {
+      for (const item of this.o.params) {
+        if (item[1]) view.byId.get(`${this.ctx.prefix}_${item[1]}`)?.classList.toggle("gv-opt-param", here);
+      }
+      this.marked.set(view.svg, here);
+    }
+    if (here) parts.push(this.panel());
+  }
+
+  panel() {
+    const o = this.o;
+    const box = element("div", "gv-optstep");
+    box.append(element("div", "gv-section", `then ${o.optimizer}.step()`));
+    if (o.rule) box.append(element("p", "gv-note gv-opt-rule", `rule: ${o.rule}`));
+    o.groups.forEach((group, i) => {
+      const text = group.map(([k, v]) => `${k}=${v}`).join(", ");
+      const r = infoRow(o.groups.length > 1 ? `group ${i}` : "settings", text);
+      r.classList.add("gv-opt-hyper");
+      box.append(r);
+    });
+    box.append(element("p", "gv-note", o.accumulated
+      ? "Some .grad held a gradient before this backward (no zero_grad()): the step used the sum (accumulation)."
+      : "Every .grad was empty before this backward: the step used this loss's gradients alone."));
+    for (const p of o.params) box.append(this.param(p));
+    box.append(element("p", "gv-note", "After step(), .grad still holds these gradients: optimizer.zero_grad() before the next backward, or it adds to them."));
+    return box;
+  }
+
+  param([name, , , w, after, dw, ratio, g, accumulated, grad, update, before, stateAfter]) {
+    // many parameters (a GPT): one line each, opened on demand
+    const many = this.o.params.length > OPT_OPEN_MAX;
+    const item = element(many ? "details" : "div", "gv-opt-item");
+    item.dataset.param = name;
+    const ratioText = ratio === null ? "" : `  Δw/w ${Number(ratio).toExponential(1)}`;
+    item.append(element(many ? "summary" : "div", "gv-opt-name", many ? `${name}${ratioText}` : name));
+    if (grad === null) {
+      item.append(element("p", "gv-note", ".grad is None: the optimizer skipped it (unchanged)"));
+      return item;
+    }
+    const rows = [
+      ["‖w‖ before → after", `${formatNorm(w)} → ${formatNorm(after)}`, "gv-opt-w", { w, after }],
+      ["‖Δw‖", formatNorm(dw), "gv-opt-dw", { dw }],
+      ["update / weight", ratio === null ? "n/a (zero weight)" : Number(ratio).toExponential(2), "gv-opt-ratio", { ratio }],
+      [accumulated ? "‖g‖ (accumulated)" : "‖g‖", formatNorm(g), "gv-opt-g", { g }],
+      ["g", grad, "gv-opt-grad", {}],
+      ["Δw", update, "gv-opt-update", {}],
+    ];
+    for (const [key, value, cls, numbers] of rows) {
+      const r = infoRow(key, value);
+      r.classList.add(cls);
+      for (const [k, v] of Object.entries(numbers)) r.lastChild.dataset[k] = v === null ? "" : String(v);
+      item.append(r);
+    }
+    const state = (key, values, cls) => {
+      const r = infoRow(key, values.length ? values.map(([k, v]) => `${k} ${v}`).join("; ") : "none yet (first step)");
+      r.classList.add(cls);
+      item.append(r);
+    };
+    state("state used", before, "gv-opt-before");
+    state("state after", stateAfter, "gv-opt-after");
+    return item;
+  }
+}
+
 extend((ctx) => {
   const parts = [];
   if (ctx.data.diff) parts.push(new DiffOverlay(ctx));
   if (ctx.data.memory) parts.push(new MemoryOverlay(ctx));
   if (ctx.data.health) parts.push(new HealthOverlay(ctx));
+  if (ctx.data.optimizer) parts.push(new OptimizerPanel(ctx));
   return parts.length ? parts : null;
 });

@@ -56,6 +56,7 @@ from gradviz.replay.frames import (
 )
 from gradviz.stepper.diffpage import diff_html
 from gradviz.stepper.display import notebook_bundle
+from gradviz.stepper.optpage import step_html
 from gradviz.stepper.page import replay_html
 
 __all__ = [
@@ -427,6 +428,35 @@ class OptimizerStep(_optstep_data.OptimizerStep):
 
     def __str__(self) -> str:
         return self.text()
+
+    def html(self, **options: Unpack[SaveKeywords]) -> str:
+        """The offline page: the backward replay, then at its last step the
+        ``optimizer.step()`` panel (button or key ``s``): each parameter's ‖w‖ before and
+        after, ‖Δw‖, update/weight, the gradient and optimizer state it used, the
+        hyper-parameters and the update rule, the parameters' leaf boxes marked."""
+        _check_save_keywords(Path("step.html"), options)
+        return step_html(self, **options)
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Jupyter shows the stepper over the backward, the step's panel at its end."""
+        return notebook_bundle(self)
+
+    def save(self, path: str | Path, **options: Unpack[SaveKeywords]) -> Path:
+        """.html (the page of ``html()``, same keywords) or .json (the step as data)."""
+        target = Path(path)
+        suffix = target.suffix.lower()
+        if suffix not in (".html", ".json"):
+            raise InvalidArgument(
+                f"cannot save {target.name!r}: an optimizer step saves as .html or .json "
+                "(step.recording.save() draws the backward pass alone as .svg, .pdf, .pptx)"
+            )
+        _check_save_keywords(target, options)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = json_text(self.to_dict(), indent=1) if suffix == ".json" else self.html(**options)
+        atomic_write(target, text)
+        return target
 
 
 def record_step(

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from gradviz.render.theme import THEMES
+from gradviz.stepper.page import unpack_state
 from gradviz.teaching.explained import ENTRIES, render_explained
 from gradviz.teaching.gallery import render_lessons
 
@@ -68,6 +69,8 @@ def test_memory_and_diff_and_step_texts(out: Path) -> None:
     assert "only in A: TanhBackward0" in diff and "only in B: MulBackward0" in diff
     step = (out / "optimizer-step.txt").read_text()
     assert step.startswith("SGD step over 4 parameters.") and "momentum_buffer" in step
+    shown = unpack_state((out / "optimizer-step.html").read_text())["data"]["optimizer"]
+    assert shown["optimizer"] == "SGD" and len(shown["params"]) == 4  # the step's panel
     for page in ("memory.html", "diff.html", "optimizer-step.html"):
         assert not re.search(r'(?:src|href)="(?:https?:)?//', (out / page).read_text()), page
 

@@ -79,6 +79,7 @@ class MemoryTimeline:
     node_bytes: dict[str, int]  # node id -> bytes its saved tensors hold (deduplicated)
     leaf_owned: int  # saved bytes that leaves own (not freed with the graph)
     retained: bool  # retain_graph=True: nothing was freed
+    checkpointed: tuple[str, ...] = ()  # nodes run inside torch.utils.checkpoint
 
     @property
     def peak(self) -> int:
@@ -91,6 +92,21 @@ class MemoryTimeline:
     @property
     def saved_total(self) -> int:
         return self.steps[0].saved
+
+    def explain_checkpointing(self) -> str:
+        """What ``torch.utils.checkpoint`` saved and what backward recomputes ("" if the
+        graph has no checkpointed segment)."""
+        if not self.checkpointed:
+            return ""
+        inputs = {self.node_bytes.get(node, 0) for node in self.checkpointed}
+        held = format_bytes(max(inputs)) if inputs else "0 B"
+        return (
+            f"{len(self.checkpointed)} nodes ran inside torch.utils.checkpoint: they saved "
+            f"no tensors of their own, only the segment's inputs ({held}, counted once). "
+            "When backward first reaches one of them it reruns that segment's forward to "
+            "recompute what they would have saved, uses it and frees it: less memory held "
+            "between forward and backward, for one more forward of the segment."
+        )
 
     def explain_second_backward(self) -> str:
         """Why a second ``backward()`` over the same graph fails (or, retained, works)."""
@@ -152,4 +168,4 @@ def saved_memory(recording: Recording) -> MemoryTimeline:
         held -= freed
         steps.append(MemoryStep(number, held, freed, sum(pending.values()), grads))
     leaf_owned = sum(size for key, size in sizes.items() if owned[key])
-    return MemoryTimeline(tuple(steps), node_bytes, leaf_owned, retained)
+    return MemoryTimeline(tuple(steps), node_bytes, leaf_owned, retained, graph.checkpointed)

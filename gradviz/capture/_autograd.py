@@ -14,6 +14,8 @@ from torch.autograd.graph import get_gradient_edge
 
 __all__ = [
     "FREED_MARKER",
+    "checkpoint_inputs",
+    "checkpointed",
     "current_graph_task",
     "gradient_edge",
     "has_other_hooks",
@@ -115,6 +117,61 @@ def _saved_attributes(node_type: type) -> tuple[str, ...]:
     return names
 
 
+_CHECKPOINT_MODULE = "torch.utils.checkpoint"
+
+
+_RAW_ATTRIBUTES: dict[type, tuple[str, ...]] = {}
+
+
+def _raw_attributes(node_type: type) -> tuple[str, ...]:
+    """The saved attributes that hold a tensor (a ``_raw_saved_*`` twin), once per class."""
+    names = _RAW_ATTRIBUTES.get(node_type)
+    if names is None:
+        every = set(dir(node_type))
+        names = tuple(a for a in _saved_attributes(node_type) if "_raw" + a in every)
+        _RAW_ATTRIBUTES[node_type] = names
+    return names
+
+
+def _checkpoint_placeholder(node: Node, attribute: str) -> bool:
+    """Whether the saved value is a placeholder of ``torch.utils.checkpoint`` (non-reentrant):
+    its unpack hook reruns the checkpointed forward, so gradviz must not read it."""
+    if attribute not in _raw_attributes(type(node)):
+        return False
+    try:
+        raw = getattr(node, "_raw" + attribute, None)
+    except RuntimeError:  # freed already
+        return False
+    hook = getattr(raw, "unpack_hook", None)
+    return getattr(hook, "__module__", None) == _CHECKPOINT_MODULE
+
+
+def checkpointed(node: Node) -> bool:
+    """Whether the node ran inside ``torch.utils.checkpoint(use_reentrant=False)``: its
+    saved tensors are placeholders, recomputed by rerunning that forward in backward."""
+    # inside a checkpoint every saved tensor goes through its hooks: the first one tells
+    raw = _raw_attributes(type(node))
+    return bool(raw) and _checkpoint_placeholder(node, raw[0])
+
+
+def checkpoint_inputs(node: Node) -> list[torch.Tensor]:
+    """The tensors a checkpointed node's segment kept to rerun its forward (its inputs),
+    read from the checkpoint's frame without unpacking anything ([] if not found)."""
+    for attribute in _saved_attributes(type(node)):
+        if not _checkpoint_placeholder(node, attribute):
+            continue
+        hook = getattr(node, "_raw" + attribute).unpack_hook
+        cells = dict(zip(hook.__code__.co_freevars, hook.__closure__ or (), strict=False))
+        frame = cells["frame"].cell_contents if "frame" in cells else None
+        found = []
+        for arg in getattr(frame, "saved_args", None) or ():
+            value = getattr(arg, "data", arg) if type(arg).__name__ == "SavedTensor" else arg
+            if isinstance(value, torch.Tensor):
+                found.append(value)
+        return found
+    return []
+
+
 def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
     """The values the node saved for backward and whether they were freed already.
 
@@ -133,6 +190,8 @@ def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
             raise
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)], False
     for attribute in names:
+        if _checkpoint_placeholder(node, attribute):
+            continue  # reading it would rerun the user's forward (``checkpointed``)
         try:
             value = getattr(node, attribute)
         except RuntimeError as error:

@@ -108,6 +108,7 @@ class StepWatcher:
                     grad_norm=None if grad is None else _norm(grad),
                     state_before=self.state_before[index],
                     state_after=_state(self.optimizer, param),
+                    after_norm=_norm(after),
                 )
             )
         settings = StepSettings(

@@ -15,7 +15,7 @@ from gradviz.capture import _autograd
 from gradviz.capture._own_ops import own_ops
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
-from gradviz.model.graph import Edge, Graph, Node, SavedValue, TensorRecord
+from gradviz.model.graph import Edge, Graph, Node, SavedStorages, SavedValue, TensorRecord
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
 from gradviz.model.values import Role, Summary
 
@@ -282,11 +282,13 @@ class _SavedReader:
         self.saved_summaries: dict[int, tuple[torch.Tensor, int, str, Summary]] = {}
         # node id -> ((device, data pointer), bytes) of each saved tensor's storage
         self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
+        self.checkpointed: set[str] = set()  # node ids run inside torch.utils.checkpoint
 
-    def storages(self, nodes: list[Node]) -> dict[str, tuple[tuple[str, int, bool], ...]]:
+    def storages(self, nodes: list[Node]) -> SavedStorages:
         """Each node's saved storages, deduplicated: a tensor saved by two nodes (an
         activation read by the next layer's backward too) is one key; a storage a leaf
-        owns (a weight) is flagged, as freeing the graph does not free it."""
+        owns (a weight) is flagged, as freeing the graph does not free it. Also the nodes
+        that ran inside a checkpoint (they hold their segment's inputs instead)."""
         for node in nodes:
             if isinstance(node, LiveNode):
                 node.settle()  # reads the node's saved values (and storages) if not yet
@@ -304,7 +306,8 @@ class _SavedReader:
                 key = keys.setdefault(where, f"s{len(keys)}")
                 entries.append((key, size, where in leaf_storages))
             found[node_id] = tuple(dict.fromkeys(entries))
-        return found
+        checkpointed = tuple(node.id for node in nodes if node.id in self.checkpointed)
+        return found, checkpointed
 
     def read(self, node: Node) -> tuple[tuple[SavedValue, ...], bool]:
         """The node's saved values, read from the live torch node (and its storages noted
@@ -312,6 +315,10 @@ class _SavedReader:
         with own_ops():  # inside watch(): the summaries are not the user's ops
             values, freed = _autograd.saved_values(node.torch_node)
             storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
+            if _autograd.checkpointed(node.torch_node):  # it holds its segment's inputs
+                self.checkpointed.add(node.id)
+                inputs = _autograd.checkpoint_inputs(node.torch_node)
+                storages += [_storage_of(t) for t in inputs]
             if storages:
                 self.saved_raw[node.id] = storages
             return tuple([self._saved_value(name, value) for name, value in values]), freed

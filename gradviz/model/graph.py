@@ -20,9 +20,12 @@ from gradviz.model.values import Role, Summary
 if TYPE_CHECKING:
     from gradviz.model.forward import Forward
 
-__all__ = ["Edge", "Graph", "Node", "SavedValue", "TensorRecord"]
+__all__ = ["Edge", "Graph", "Node", "SavedStorages", "SavedValue", "TensorRecord"]
 
 JSON_FORMAT = "gradviz.graph/1"
+# what a traced graph reads of its saved tensors on first use: node id -> ((storage key,
+# bytes, also held by a leaf), ...), and the nodes that ran inside a checkpoint
+SavedStorages = tuple[dict[str, tuple[tuple[str, int, bool], ...]], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -215,25 +218,43 @@ class Graph:
         # what gradviz.watch() saw of the forward pass, when the graph was traced under it
         self.forward: Forward | None = None
         self._saved_storages: dict[str, tuple[tuple[str, int, bool], ...]] = {}
-        # computes ``saved_storages`` from the nodes on first use (a traced graph reads
-        # them on demand); it holds no node (a deep chain must be freed from its root)
-        self.saved_storages_source: Callable[[list[Node]], dict[str, Any]] | None = None
+        self._checkpointed: tuple[str, ...] = ()
+        # computes ``saved_storages`` and ``checkpointed`` from the nodes on first use (a
+        # traced graph reads them on demand); it holds no node (a deep chain must be freed
+        # from its root)
+        self.saved_storages_source: Callable[[list[Node]], SavedStorages] | None = None
+
+    def _settle_saved(self) -> None:
+        source = self.saved_storages_source
+        if source is not None:
+            self.saved_storages_source = None
+            self._saved_storages, self._checkpointed = source(self.nodes)
 
     @property
     def saved_storages(self) -> dict[str, tuple[tuple[str, int, bool], ...]]:
         """The storages each node's saved tensors hold, read from the live graph (not in
         JSON): node id -> ((storage key, bytes, also held by a leaf), ...); see
         analysis.memory."""
-        source = self.saved_storages_source
-        if source is not None:
-            self.saved_storages_source = None
-            self._saved_storages = source(self.nodes)
+        self._settle_saved()
         return self._saved_storages
 
     @saved_storages.setter
     def saved_storages(self, value: dict[str, tuple[tuple[str, int, bool], ...]]) -> None:
-        self.saved_storages_source = None
+        self._settle_saved()
         self._saved_storages = value
+
+    @property
+    def checkpointed(self) -> tuple[str, ...]:
+        """Nodes run inside ``torch.utils.checkpoint(use_reentrant=False)``, read from the
+        live graph (not in JSON): they saved placeholders, and backward recomputes their
+        tensors by running the segment's forward again."""
+        self._settle_saved()
+        return self._checkpointed
+
+    @checkpointed.setter
+    def checkpointed(self, value: tuple[str, ...]) -> None:
+        self._settle_saved()
+        self._checkpointed = value
 
     # -- lookups -------------------------------------------------------------------------
     def node(self, node_id: str) -> Node:

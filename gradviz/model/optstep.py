@@ -44,6 +44,7 @@ class ParamStep:
     grad_norm: float | None
     state_before: dict[str, Summary | Scalar] = field(default_factory=dict)
     state_after: dict[str, Summary | Scalar] = field(default_factory=dict)
+    after_norm: float | None = None  # ||after|| (None: not measured, an older file)
 
     @property
     def ratio(self) -> float | None:
@@ -79,6 +80,7 @@ class ParamStep:
             "ratio": self.ratio,
             "state_before": state(self.state_before),
             "state_after": state(self.state_after),
+            "after_norm": self.after_norm,
         }
 
     @classmethod
@@ -106,6 +108,7 @@ class ParamStep:
             grad_norm=data["grad_norm"],
             state_before=state(data["state_before"]),
             state_after=state(data["state_after"]),
+            after_norm=data.get("after_norm"),
         )
 
 

@@ -53,6 +53,7 @@ def memory_data(recording: Recording) -> dict[str, Any] | None:
         "peak_step": timeline.peak_step,
         "owned": timeline.leaf_owned,
         "retained": timeline.retained,
+        **({"ckpt": list(timeline.checkpointed)} if timeline.checkpointed else {}),
     }
 
 

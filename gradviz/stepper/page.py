@@ -405,7 +405,7 @@ def content_security_policy(script: str) -> str:
     )
 
 
-EXPLAINED = {"memory", "health", "diff"}  # data keys that need assets/explain.js
+EXPLAINED = {"memory", "health", "diff", "optimizer"}  # data keys that need explain.js
 
 
 COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+7bit

@@ -28,6 +28,7 @@ from typing_extensions import Unpack
 from gradviz.errors import InvalidArgument, StepNotFound
 from gradviz.escape import wire_safe
 from gradviz.model.graph import Graph
+from gradviz.model.optstep import OptimizerStep
 from gradviz.model.recording import Recording
 from gradviz.render.options import StyleKeywords
 from gradviz.replay.frames import (
@@ -40,6 +41,7 @@ from gradviz.replay.frames import (
     steps_text,
 )
 from gradviz.replay.modules import view_options
+from gradviz.replay.optstep import optimizer_data
 from gradviz.stepper.page import (
     asset_text,
     chosen_views,
@@ -80,7 +82,7 @@ class Stepper(anywidget.AnyWidget):
 
     def __init__(
         self,
-        recording: Recording,
+        recording: Recording | OptimizerStep,
         step: int | None = None,
         view: str | None = None,
         views: Sequence[str] | None = None,
@@ -92,6 +94,10 @@ class Stepper(anywidget.AnyWidget):
         ``explain``: the Memory and Health toggles (default: graphs of up to 150 nodes).
         Only the opening view is laid out now: the browser asks for another one the first
         time it is chosen (``view`` set from Python does the same)."""
+        extra: dict[str, Any] = {}
+        if isinstance(recording, OptimizerStep):  # the backward, then the step's panel
+            extra = {"optimizer": optimizer_data(recording)}
+            recording = recording.recording
         if not isinstance(recording, Recording):
             what = (
                 "a Graph (from gradviz.trace)"
@@ -113,7 +119,7 @@ class Stepper(anywidget.AnyWidget):
         self._options = options
         super().__init__(
             svgs=payload["svgs"],
-            data=wire_safe(payload["data"]),  # names may hold anything
+            data=wire_safe({**payload["data"], **extra}),  # names may hold anything
             css=payload["css"],
             step=first_step(recording) if step is None else step,
             view=payload["view"],

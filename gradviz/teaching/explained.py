@@ -141,7 +141,8 @@ def _optimizer_step(folder: Path) -> Explained:
         "What optimizer.step() does: SGD with momentum",
         "gradviz.record_step(optimizer, loss), the second step of a training loop: each "
         "parameter before and after, the momentum buffer before and after, the "
-        "update-to-weight ratio. The replay page steps through that backward pass.",
+        "update-to-weight ratio. The replay page steps through that backward pass; its last "
+        "step shows what optimizer.step() did to each parameter (key s).",
     )
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
@@ -150,10 +151,10 @@ def _optimizer_step(folder: Path) -> Explained:
     for _ in range(2):
         optimizer.zero_grad()
         step = record_step(optimizer, model(data).pow(2).mean(), params=model)
-    title = "gradviz · the backward before optimizer.step()"
+    title = "gradviz · the backward, then optimizer.step()"
     picture = folder / "optimizer-step.svg"
     atomic_write(picture, step.recording.svg())
-    done.files += [picture, step.recording.save(folder / "optimizer-step.html", title=title)]
+    done.files += [picture, step.save(folder / "optimizer-step.html", title=title)]
     done.text = step.text()
     return done
 

@@ -1,0 +1,125 @@
+"""Memory under ``torch.utils.checkpoint(use_reentrant=False)`` (#18): the checkpointed
+segment keeps only its inputs and backward recomputes the rest. Saved bytes are measured
+here independently with ``torch.autograd.graph.saved_tensors_hooks``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.checkpoint import checkpoint
+
+import gradviz
+from gradviz.analysis.memory import format_bytes
+from gradviz.replay.overlays import memory_data
+
+
+class Model(torch.nn.Module):
+    def __init__(self, checkpointed: bool) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.checkpointed = checkpointed
+        self.calls = 0
+        self.segment = torch.nn.Sequential(
+            torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh()
+        )
+        self.head = torch.nn.Linear(64, 1)
+
+    def inner(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        out: torch.Tensor = self.segment(x)
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = checkpoint(self.inner, x, use_reentrant=False) if self.checkpointed else self.inner(x)
+        return self.head(h).sum()
+
+
+def measured_forward(model: Model, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The loss and the bytes of every distinct storage autograd saved for it (the pack
+    hook sees what the graph keeps; checkpoint's own hooks hide the segment's tensors)."""
+    storages: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        loss = model(x)
+    return loss, sum(storages.values())
+
+
+def test_saved_bytes_with_and_without_checkpointing_match_pytorch() -> None:
+    x = torch.randn(32, 16)
+    totals = {}
+    for checkpointed in (False, True):
+        loss, held = measured_forward(Model(checkpointed), x)
+        memory = gradviz.record(loss).memory()
+        assert memory.saved_total == held, checkpointed
+        totals[checkpointed] = held
+    assert totals[True] < totals[False]  # what checkpointing is for
+
+
+def test_the_checkpointed_nodes_are_named_and_explained() -> None:
+    x = torch.randn(32, 16)
+    model = Model(True)
+    loss = model(x)
+    rec = gradviz.record(loss, params=model)
+    types = [rec.graph.node(node).type_name for node in rec.graph.checkpointed]
+    assert sorted(types) == ["AddmmBackward0", "AddmmBackward0", "TanhBackward0", "TanhBackward0"]
+    memory = rec.memory()
+    text = memory.explain_checkpointing()
+    assert "4 nodes ran inside torch.utils.checkpoint" in text and "recompute" in text
+    assert format_bytes(x.numel() * x.element_size()) in text  # its input: all it keeps
+    data = memory_data(rec)
+    assert data is not None and sorted(data["ckpt"]) == sorted(rec.graph.checkpointed)
+    plain = gradviz.record(Model(False)(x)).memory()
+    assert plain.explain_checkpointing() == "" and plain.checkpointed == ()
+
+
+def test_tracing_does_not_rerun_the_checkpointed_forward() -> None:
+    x = torch.randn(32, 16)
+    plain_model, recorded_model = Model(True), Model(True)
+    plain_model(x).backward()
+    assert plain_model.calls == 2  # forward, and backward's recomputation
+    gradviz.record(recorded_model(x))
+    assert recorded_model.calls == 2  # gradviz read no placeholder: no third run
+    for a, b in zip(plain_model.parameters(), recorded_model.parameters(), strict=True):
+        assert a.grad is not None and b.grad is not None
+        assert torch.equal(a.grad, b.grad)  # bitwise, as without gradviz
+
+
+@pytest.mark.browser
+@pytest.mark.needs_dot
+def test_the_memory_panel_says_what_checkpointing_recomputes(tmp_path: Path) -> None:
+    from tests.support.browser import chromium, open_local
+
+    x = torch.randn(32, 16)
+    model = Model(True)
+    rec = gradviz.record(model(x), params=model)
+    node = rec.graph.checkpointed[0]
+    step = rec.step_for(node)
+    assert step is not None
+    path = rec.save(tmp_path / "ckpt.html")
+    with chromium(tmp_path / "profile") as context:
+        page, _, errors = open_local(context, path)
+        page.wait_for_selector(".gv-stepper")
+        root = page.query_selector(".gv-stepper")
+        root.query_selector(".gv-memory-btn").click()
+        root.evaluate(
+            """(r, n) => { const s = r.querySelector('.gv-slider'); s.value = String(n);
+            s.dispatchEvent(new Event('input')); }""",
+            step.index,
+        )
+        panel = root.query_selector(".gv-memory").text_content()
+        assert "checkpointed" in panel and "reran this segment's forward" in panel
+        assert "4 nodes ran inside torch.utils.checkpoint" in panel
+        badges = root.evaluate(
+            "(r) => [...r.querySelectorAll('.gv-mem-ckpt-badge')].map(b => b.textContent)"
+        )
+        inputs = format_bytes(x.numel() * x.element_size())
+        assert badges and all(b == f"⟳ inputs {inputs}" for b in badges)
+        page.screenshot(path=str(tmp_path / "checkpoint-memory.png"))
+        assert errors == []
