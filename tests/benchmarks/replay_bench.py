@@ -49,7 +49,7 @@ def _loss(work: ReplayWorkload) -> torch.Tensor:
 
 def plain_dot_seconds(work: ReplayWorkload) -> tuple[float | None, str]:
     """One ``dot -Tsvg`` of torchviz's DOT of the same graph (gradviz's own plain DOT when
-    torchviz is missing: the note says which)."""
+    torchviz is missing or cannot walk the graph: the note says which)."""
     loss = _loss(work)
     try:
         import torchviz
@@ -60,6 +60,9 @@ def plain_dot_seconds(work: ReplayWorkload) -> tuple[float | None, str]:
         )
     except ImportError:
         source, what = gradviz.trace(loss).to_dot(), "gradviz plain DOT (torchviz missing)"
+    except RecursionError:  # torchviz walks the graph recursively: a 10,000-deep chain fails
+        source = gradviz.trace(loss).to_dot(values=False)
+        what = "gradviz DOT without values (torchviz's recursive walk fails at this depth)"
     work.model.zero_grad(set_to_none=True)
     start = time.perf_counter()
     try:
