@@ -21,7 +21,7 @@ from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, forward_frames, replay_born, replay_data
 from gradviz.teaching.lessons import lesson
 from tests.support.browser import chromium, open_local
-from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees
+from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
 
 # The class each scheduled element carries, read inside one stepper only.
 READ_CLASSES = """([root, ids]) => {
@@ -391,14 +391,7 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
         page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         page.set_default_timeout(90_000)
-        page.goto(url)
-        page.wait_for_function(
-            "() => window.jupyterapp && window.jupyterapp.shell.currentWidget &&"
-            " window.jupyterapp.shell.currentWidget.sessionContext &&"
-            " window.jupyterapp.shell.currentWidget.sessionContext.session &&"
-            " window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-        )
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_all_cells(page, url)
         page.wait_for_function("() => document.querySelectorAll('.gv-stepper').length === 3")
         first, second, hostile = page.query_selector_all(".gv-stepper")
         assert first.get_attribute("data-step") == "0" and _active(first) == []

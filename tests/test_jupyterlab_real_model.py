@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.browser import ACTIVE, SEED, chromium
-from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees
+from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
@@ -60,14 +60,7 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
         page.set_viewport_size({"width": 1600, "height": 900})
         page.set_default_timeout(180_000)
-        page.goto(url)
-        page.wait_for_function(
-            "() => window.jupyterapp && window.jupyterapp.shell.currentWidget &&"
-            " window.jupyterapp.shell.currentWidget.sessionContext &&"
-            " window.jupyterapp.shell.currentWidget.sessionContext.session &&"
-            " window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-        )
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_all_cells(page, url)
         root = page.wait_for_selector(".gv-stepper .gv-canvas svg").evaluate_handle(
             "(svg) => svg.closest('.gv-stepper')"
         )

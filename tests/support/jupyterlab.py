@@ -111,3 +111,15 @@ def kernel_sees(page: Any, code: str, expected: str) -> str:
             break
         page.wait_for_timeout(100)
     return str(seen)
+
+
+def run_all_cells(page: Any, url: str) -> None:
+    """Open the notebook at ``url``, wait for its kernel, and run every cell."""
+    page.goto(url)
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget &&"
+        " window.jupyterapp.shell.currentWidget.sessionContext &&"
+        " window.jupyterapp.shell.currentWidget.sessionContext.session &&"
+        " window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
