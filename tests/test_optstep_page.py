@@ -176,3 +176,19 @@ def test_a_step_displays_as_the_stepper_with_its_panel() -> None:
     data, _ = step._repr_mimebundle_()
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"]
     assert "<svg" in data["text/html"] and "<script" not in data["text/html"]
+
+
+def test_the_step_page_shows_the_parameters_the_backward_used() -> None:
+    """The optimizer changes the parameters in place; the drawing keeps the values the
+    backward pass used (they were read before the step), compared with PyTorch's own."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    step = gradviz.record_step(opt, model(torch.randn(4, 3)).pow(2).sum(), params=model)
+    for name, value in before.items():
+        record = next(t for t in step.recording.graph.tensors if t.name == name)
+        assert record.data is not None and record.data.available
+        assert record.data.min == pytest.approx(value.min().item())
+        assert record.data.max == pytest.approx(value.max().item())
+        assert not torch.equal(value, dict(model.named_parameters())[name].detach())

@@ -24,7 +24,7 @@ from gradviz.model.graph import Node, SavedValue, TensorRecord
 from gradviz.model.summarize import dtype_name, summarize
 from gradviz.model.values import Summary
 
-__all__ = ["LiveNode", "LiveTensorRecord", "settle_grads"]
+__all__ = ["LiveNode", "LiveTensorRecord", "settle_grads", "settle_values"]
 
 # (tensor, its _version when traced), or None: nothing pending
 _Source = tuple[torch.Tensor, int] | None
@@ -90,6 +90,14 @@ def _summary_of(source: tuple[torch.Tensor, int]) -> Summary:
     return Summary(
         tuple(tensor.shape), dtype_name(tensor.dtype), tensor.numel(), (), False, available=False
     )
+
+
+def settle_values(records: Iterable[Any]) -> None:
+    """Summarize the pending values and ``.grad`` now (an optimizer step is about to change
+    the parameters in place: afterwards they would read "values not available")."""
+    for record in records:
+        if isinstance(record, LiveTensorRecord):
+            _ = record.data, record.grad
 
 
 def settle_grads(records: Iterable[Any]) -> None:

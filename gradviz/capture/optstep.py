@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from typing_extensions import Unpack
 
+from gradviz.capture.ondemand import settle_values
 from gradviz.capture.record import RecordKeywords, record
 from gradviz.errors import GradvizError
 from gradviz.model.optstep import OptimizerStep, ParamStep, StepSettings
@@ -50,6 +51,7 @@ def record_step(
     watcher = StepWatcher(optimizer, labels=_labels(optimizer, params))
     recording = record(loss, names=names, params=params, **options)
     watcher.take_grads()
+    settle_values(recording.graph.tensors)  # the drawing shows the values the backward used
     optimizer.step()
     return watcher.finish(recording)
 

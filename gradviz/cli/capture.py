@@ -31,6 +31,7 @@ from torch.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 
+from gradviz.capture.ondemand import settle_values
 from gradviz.capture.optstep import StepWatcher, leaf_grads
 from gradviz.capture.watch import _ACTIVE
 from gradviz.errors import BackwardFailed, GradvizError, GraphFreed, NotOnGraph
@@ -156,6 +157,8 @@ class Capture:
         if self._grads_before is not None and self._stepping is None:
             self._stepping = StepWatcher(optimizer, self._labels, self._grads_before)
             self._stepping.take_grads()
+            if self.recording is not None:  # the drawing shows the values backward used
+                settle_values(self.recording.graph.tensors)
 
     def _optimizer_ended(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
         watcher = self._stepping
