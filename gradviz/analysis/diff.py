@@ -192,10 +192,13 @@ class RecordingDiff:
             ],
         }  # fmt: skip
 
-    def html(self, title: str = "gradviz diff", **options: Any) -> str:
-        """One offline page: the union drawing and the table of changes (no script)."""
-        drawing = self.svg(**options)
-        drawing = drawing[drawing.find("<svg") :]
+    def summary_html(self) -> str:
+        """The summary as a paragraph (every line escaped)."""
+        lines = "<br>".join(html_text(line, None) for line in self.summary_text().split("\n"))
+        return f'<p class="gv-diff-summary">{lines}</p>\n'
+
+    def changes_html(self) -> str:
+        """The table of per-node changes, and the changes as JSON for scripts and tests."""
         rows = "".join(
             f"<tr><td>{html_text(c.type_name, None)}</td><td>{html_text(c.node_a)}</td>"
             f"<td>{'' if c.step_a is None else c.step_a}</td>"
@@ -203,8 +206,17 @@ class RecordingDiff:
             f"<td>{'same' if c.same else 'differs'}</td></tr>"
             for c in self.changes
         )
-        summary = "<br>".join(html_text(line, None) for line in self.summary_text().split("\n"))
         data = json_text(self.to_dict(), compact=True).replace("</", "<\\/")
+        return (
+            '<table class="gv-diff-table"><tr><th>node</th><th>id in A</th><th>step in A</th>'
+            f"<th>‖B‖/‖A‖</th><th></th></tr>{rows}</table>\n"
+            f'<script type="application/json" class="gv-diff-data">{data}</script>\n'
+        )
+
+    def html(self, title: str = "gradviz diff", **options: Any) -> str:
+        """One offline page: the union drawing and the table of changes (no script)."""
+        drawing = self.svg(**options)
+        drawing = drawing[drawing.find("<svg") :]
         return (
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
@@ -213,12 +225,9 @@ class RecordingDiff:
             "<style>body{font:14px sans-serif;margin:12px}td,th{padding:2px 8px;"
             "text-align:left}</style>\n</head>\n<body>\n"
             f'<h1 style="font-size:16px">{html_text(title, None)}</h1>\n'
-            f'<p class="gv-diff-summary">{summary}</p>\n'
+            f"{self.summary_html()}"
             f'<div class="gv-diff-graph">{drawing}</div>\n'
-            '<table class="gv-diff-table"><tr><th>node</th><th>id in A</th><th>step in A</th>'
-            f"<th>‖B‖/‖A‖</th><th></th></tr>{rows}</table>\n"
-            f'<script type="application/json" class="gv-diff-data">'
-            f"{data}</script>\n"
+            f"{self.changes_html()}"
             "</body>\n</html>\n"
         )
 

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any
 
 from gradviz.analysis.diff import RecordingDiff
-from gradviz.escape import html_text, json_text
 from gradviz.model.recording import Recording
 from gradviz.replay.overlays import diff_data
 from gradviz.stepper.page import replay_html
@@ -37,22 +36,8 @@ def union_recording(diff: RecordingDiff) -> Recording:
 
 
 def _table(diff: RecordingDiff) -> str:
-    rows = "".join(
-        f"<tr><td>{html_text(c.type_name, None)}</td><td>{html_text(c.node_a)}</td>"
-        f"<td>{'' if c.step_a is None else c.step_a}</td>"
-        f"<td>{'n/a' if c.ratio is None else f'{c.ratio:.4g}'}</td>"
-        f"<td>{'same' if c.same else 'differs'}</td></tr>"
-        for c in diff.changes
-    )
-    summary = "<br>".join(html_text(line, None) for line in diff.summary_text().split("\n"))
-    data = json_text(diff.to_dict(), compact=True).replace("</", "<\\/")
-    return (
-        f'<p class="gv-diff-summary" style="font:13px sans-serif">{summary}</p>\n'
-        '<table class="gv-diff-table" style="font:13px sans-serif"><tr><th>node</th>'
-        "<th>id in A</th><th>step in A</th>"
-        f"<th>‖B‖/‖A‖</th><th></th></tr>{rows}</table>\n"
-        f'<script type="application/json" class="gv-diff-data">{data}</script>\n'
-    )
+    """The diff's summary and table of changes below the stepper."""
+    return f'<div style="font:13px sans-serif">\n{diff.summary_html()}{diff.changes_html()}</div>\n'
 
 
 def diff_html(diff: RecordingDiff, title: str = "gradviz diff", **options: Any) -> str:
