@@ -22,7 +22,7 @@ from gradviz import GradvizWarning
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, replay_born
 from gradviz.stepper.page import unpack_state
-from tests.support.browser import ACTIVE, SEED, chromium, open_local
+from tests.support.browser import SEED, chromium, open_local, readable_steps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT, synthetic
@@ -90,16 +90,7 @@ def test_camera_keeps_the_active_node_on_screen_and_readable(
         )
         page.evaluate(SEED, root)  # the backward pass starts
         assert root.get_attribute("data-view") == view
-        seen = 0
-        for _ in range(40):
-            page.evaluate("(r) => r.querySelector('.gv-over').click()", root)
-            where = page.evaluate(ACTIVE, root)
-            if where["active"] is None:
-                continue
-            seen += 1
-            assert where["inside"], where
-            assert where["textPx"] >= 12 - 1e-6, where
-        assert seen > 5
+        assert readable_steps(page, root, 40) > 5
     drawn = page.evaluate(
         """(r) => { const c = r.querySelector('.gv-minimap:not([hidden]) canvas');
         if (!c) return 0; const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;

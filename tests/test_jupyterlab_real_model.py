@@ -6,11 +6,10 @@ presentation mode), and Python and the browser agree on the step."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.browser import ACTIVE, SEED, chromium
+from tests.support.browser import ACTIVE, SEED, chromium, readable_steps
 from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
@@ -36,20 +35,6 @@ CHOOSE_VIEW = """([r, v]) => { const s = r.querySelector('.gv-view'); s.value = 
   s.dispatchEvent(new Event('change')); }"""
 
 
-def _readable_steps(page: Any, root: Any, steps: int) -> int:
-    """Step over ``steps`` times; every active node drawn must be on screen, text >= 12 px."""
-    seen = 0
-    for _ in range(steps):
-        page.evaluate("(r) => r.querySelector('.gv-over').click()", root)
-        where = page.evaluate(ACTIVE, root)
-        if where["active"] is None:
-            continue
-        seen += 1
-        assert where["inside"], where
-        assert where["textPx"] >= 12 - 1e-6, where
-    return seen
-
-
 def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
     errors: list[str] = []
     with (
@@ -69,7 +54,7 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         # over 150 nodes with module data, the widget opens on the collapsed module view
         assert root.get_attribute("data-view") == "collapsed-1"
         page.evaluate(SEED, root)
-        assert _readable_steps(page, root, 12) > 3
+        assert readable_steps(page, root, 12) > 3
         step = root.get_attribute("data-step")
         assert kernel_sees(page, "print(stepper.step)", str(step)) == str(step)
 
@@ -80,7 +65,7 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
             "(r) => r.dataset.view === 'backward' && r.querySelector('.gv-canvas svg')", arg=root
         )
         assert kernel_sees(page, "print('backward' in stepper.svgs)", "True") == "True"
-        assert _readable_steps(page, root, 12) > 3
+        assert readable_steps(page, root, 12) > 3
 
         # search jumps to a parameter's AccumulateGrad, and the kernel agrees on the step
         search = root.query_selector(".gv-search-input")

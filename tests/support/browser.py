@@ -77,3 +77,18 @@ ACTIVE = """(root) => {
 
 SEED = """(r) => { const s = r.querySelector('.gv-slider'); s.value = '0';
   s.dispatchEvent(new Event('input')); }"""
+
+
+def readable_steps(page: Any, root: Any, steps: int) -> int:
+    """Step over ``steps`` times; every active element drawn must be on screen with text at
+    least 12 px tall (the camera's promise). Returns how many steps drew one."""
+    seen = 0
+    for _ in range(steps):
+        page.evaluate("(r) => r.querySelector('.gv-over').click()", root)
+        where = page.evaluate(ACTIVE, root)
+        if where["active"] is None:
+            continue
+        seen += 1
+        assert where["inside"], where
+        assert where["textPx"] >= 12 - 1e-6, where
+    return seen
