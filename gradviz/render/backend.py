@@ -59,14 +59,15 @@ FORMATS = ("svg", "png", "pdf")
 # The time budget of one view's ``dot`` layout (seconds); GRADVIZ_LAYOUT_SECONDS overrides.
 LAYOUT_SECONDS = 20.0
 # Estimated work (``layered.LayoutCost.work``) up to LAYOUT_WORK gets ``dot`` as it is, up
-# to LAYERED_WORK ``dot`` with fewer crossing-minimisation and network-simplex rounds
-# (CHEAP_DOT), above that gradviz's layered layout. Measured with Debian dot on 2 loaded
-# cores: ResNet-50 backward (work 1,246) 0.5-0.9 s; its module view (2,492) 1.5 s; a GRU
-# unrolled 16 steps (9,804) over 120 s, 11-13 s with CHEAP_DOT; the watched ResNet-50
-# combined view (162,866) over 90 s either way.
+# to LAYERED_WORK ``dot`` with fewer crossing-minimisation rounds (CHEAP_DOT), above that
+# gradviz's layered layout. Measured on 2 cores: ResNet-50 backward (work 1,246) 0.5-0.9 s;
+# its module view (2,492) 1.5 s; the watched ResNet-50 combined view (162,866) over 90 s with
+# any setting. Limiting network simplex (nslimit, nslimit1) is left out: on a GRU unrolled
+# 12 steps it made dot slower (3 s -> 12-25 s) and the SVG 2.5x larger, because the badly
+# ranked graph has more virtual nodes to place (docs/architecture.md, "Layout budget").
 LAYOUT_WORK = 5000
 LAYERED_WORK = 30000
-CHEAP_DOT = "graph [mclimit=0.1 nslimit=2 nslimit1=2 searchsize=10 remincross=false];"
+CHEAP_DOT = "graph [mclimit=0.1 remincross=false];"
 
 
 def dot_available() -> bool:
