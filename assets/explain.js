@@ -141,7 +141,12 @@ class MemoryOverlay {
     box.append(element("div", "gv-section", "memory"));
     const node = (this.ctx.data.steps[index] || {}).node;
     const ckpt = m.ckpt || [];
-    if (node && ckpt.includes(node)) {
+    const whole = m.ckpt_whole || [];
+    if (node && whole.includes(node)) {
+      box.append(infoRow("this node saved", `${formatBytes(m.nodes[node] || 0)}: its segment's inputs`, m.nodes[node] || 0));
+      box.append(element("p", "gv-note gv-mem-ckpt",
+        "torch.utils.checkpoint(use_reentrant=True): this one node is a whole segment that ran without a graph. Its backward reran the segment's forward, with a graph this time, and backpropagated through it."));
+    } else if (node && ckpt.includes(node)) {
       box.append(infoRow("this node saved", "nothing of its own: checkpointed (its segment's inputs only)"));
       const note = element("p", "gv-note gv-mem-ckpt",
         "torch.utils.checkpoint: backward reran this segment's forward to recompute the tensors this node needs, used them and freed them.");
@@ -177,8 +182,12 @@ class MemoryOverlay {
       note = `The graph holds ${formatBytes(m.saved)} of saved tensors for backward; each node frees its own once it ran.`;
     }
     if (m.owned) note += ` ${formatBytes(m.owned)} of them belong to leaves (weights) and stay alive with them.`;
-    if (ckpt.length) {
-      note += ` ${ckpt.length} nodes ran inside torch.utils.checkpoint (marked ⟳): they keep only their segment's inputs; backward recomputes the rest by running that forward again.`;
+    const inside = ckpt.length - whole.length;
+    if (inside > 0) {
+      note += ` ${inside} nodes ran inside torch.utils.checkpoint (marked ⟳): they keep only their segment's inputs; backward recomputes the rest by running that forward again.`;
+    }
+    if (whole.length) {
+      note += ` ${whole.length} node(s) (marked ⟳) each stand for a whole segment run by torch.utils.checkpoint(use_reentrant=True), which keeps its inputs and reruns the segment in backward.`;
     }
     box.append(element("p", "gv-note gv-mem-note", note));
     return box;

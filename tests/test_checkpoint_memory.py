@@ -1,5 +1,6 @@
-"""Memory under ``torch.utils.checkpoint(use_reentrant=False)`` (#18): the checkpointed
-segment keeps only its inputs and backward recomputes the rest. Saved bytes are measured
+"""Memory under ``torch.utils.checkpoint`` (#18): the checkpointed segment keeps only its
+inputs and backward recomputes the rest; with ``use_reentrant=True`` one node stands for the
+whole segment. Saved bytes are measured
 here independently with ``torch.autograd.graph.saved_tensors_hooks``."""
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from gradviz.replay.overlays import memory_data
 
 
 class Model(torch.nn.Module):
-    def __init__(self, checkpointed: bool) -> None:
+    def __init__(self, checkpointed: bool, reentrant: bool = False) -> None:
         super().__init__()
         torch.manual_seed(0)
         self.checkpointed = checkpointed
+        self.reentrant = reentrant
         self.calls = 0
         self.segment = torch.nn.Sequential(
             torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh()
@@ -32,7 +34,9 @@ class Model(torch.nn.Module):
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = checkpoint(self.inner, x, use_reentrant=False) if self.checkpointed else self.inner(x)
+        if not self.checkpointed:
+            return self.head(self.inner(x)).sum()
+        h = checkpoint(self.inner, x, use_reentrant=self.reentrant)
         return self.head(h).sum()
 
 
@@ -51,15 +55,39 @@ def measured_forward(model: Model, x: torch.Tensor) -> tuple[torch.Tensor, int]:
     return loss, sum(storages.values())
 
 
-def test_saved_bytes_with_and_without_checkpointing_match_pytorch() -> None:
-    x = torch.randn(32, 16)
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_saved_bytes_with_and_without_checkpointing_match_pytorch(reentrant: bool) -> None:
+    x = torch.randn(32, 16, requires_grad=reentrant)  # reentrant needs an input with grad
     totals = {}
     for checkpointed in (False, True):
-        loss, held = measured_forward(Model(checkpointed), x)
+        loss, held = measured_forward(Model(checkpointed, reentrant), x)
         memory = gradviz.record(loss).memory()
         assert memory.saved_total == held, checkpointed
         totals[checkpointed] = held
     assert totals[True] < totals[False]  # what checkpointing is for
+
+
+def test_a_reentrant_segment_is_one_node_named_and_explained() -> None:
+    x = torch.randn(32, 16, requires_grad=True)
+    model = Model(True, reentrant=True)
+    loss = model(x)
+    rec = gradviz.record(loss, params=model)
+    (node,) = rec.graph.checkpointed
+    assert rec.graph.node(node).type_name == "CheckpointFunctionBackward"
+    memory = rec.memory()
+    assert memory.reentrant == (node,)
+    assert memory.node_bytes[node] == x.numel() * x.element_size()  # it saved its input
+    text = memory.explain_checkpointing()
+    assert "use_reentrant=True" in text and "nodes ran inside" not in text
+    assert format_bytes(x.numel() * x.element_size()) in text
+    data = memory_data(rec)
+    assert data is not None and data["ckpt_whole"] == [node]
+    plain = Model(True, reentrant=True)
+    plain(x).backward()
+    assert model.calls == plain.calls == 2  # the forward and backward's rerun, no third
+    for a, b in zip(plain.parameters(), model.parameters(), strict=True):
+        assert a.grad is not None and b.grad is not None
+        assert torch.equal(a.grad, b.grad)  # bitwise, as without gradviz
 
 
 def test_the_checkpointed_nodes_are_named_and_explained() -> None:
@@ -93,11 +121,14 @@ def test_tracing_does_not_rerun_the_checkpointed_forward() -> None:
 
 @pytest.mark.browser
 @pytest.mark.needs_dot
-def test_the_memory_panel_says_what_checkpointing_recomputes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_the_memory_panel_says_what_checkpointing_recomputes(
+    tmp_path: Path, reentrant: bool
+) -> None:
     from tests.support.browser import chromium, open_local
 
-    x = torch.randn(32, 16)
-    model = Model(True)
+    x = torch.randn(32, 16, requires_grad=reentrant)
+    model = Model(True, reentrant)
     rec = gradviz.record(model(x), params=model)
     node = rec.graph.checkpointed[0]
     step = rec.step_for(node)
@@ -114,8 +145,12 @@ def test_the_memory_panel_says_what_checkpointing_recomputes(tmp_path: Path) -> 
             step.index,
         )
         panel = root.query_selector(".gv-memory").text_content()
-        assert "checkpointed" in panel and "reran this segment's forward" in panel
-        assert "4 nodes ran inside torch.utils.checkpoint" in panel
+        if reentrant:
+            assert "its segment's inputs" in panel and "ran without a graph" in panel
+            assert "1 node(s) (marked ⟳) each stand for a whole segment" in panel
+        else:
+            assert "checkpointed" in panel and "reran this segment's forward" in panel
+            assert "4 nodes ran inside torch.utils.checkpoint" in panel
         badges = root.evaluate(
             "(r) => [...r.querySelectorAll('.gv-mem-ckpt-badge')].map(b => b.textContent)"
         )

@@ -20,7 +20,11 @@ from dataclasses import dataclass
 
 from gradviz.model.recording import GradValue, Recording, as_summary
 
-__all__ = ["MemoryStep", "MemoryTimeline", "format_bytes", "saved_memory"]
+__all__ = ["REENTRANT_NODE", "MemoryStep", "MemoryTimeline", "format_bytes", "saved_memory"]
+
+# The class name of the one node torch.utils.checkpoint(use_reentrant=True) leaves per segment
+# (the tracer marks it checkpointed after checking its forward's module).
+REENTRANT_NODE = "CheckpointFunctionBackward"
 
 _ITEMSIZE = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "complex128": 16,
@@ -80,6 +84,8 @@ class MemoryTimeline:
     leaf_owned: int  # saved bytes that leaves own (not freed with the graph)
     retained: bool  # retain_graph=True: nothing was freed
     checkpointed: tuple[str, ...] = ()  # nodes run inside torch.utils.checkpoint
+    # of those, use_reentrant=True's single nodes that each stand for a whole segment
+    reentrant: tuple[str, ...] = ()
 
     @property
     def peak(self) -> int:
@@ -96,17 +102,28 @@ class MemoryTimeline:
     def explain_checkpointing(self) -> str:
         """What ``torch.utils.checkpoint`` saved and what backward recomputes ("" if the
         graph has no checkpointed segment)."""
-        if not self.checkpointed:
-            return ""
-        inputs = {self.node_bytes.get(node, 0) for node in self.checkpointed}
-        held = format_bytes(max(inputs)) if inputs else "0 B"
-        return (
-            f"{len(self.checkpointed)} nodes ran inside torch.utils.checkpoint: they saved "
-            f"no tensors of their own, only the segment's inputs ({held}, counted once). "
-            "When backward first reaches one of them it reruns that segment's forward to "
-            "recompute what they would have saved, uses it and frees it: less memory held "
-            "between forward and backward, for one more forward of the segment."
-        )
+        inside = [node for node in self.checkpointed if node not in self.reentrant]
+        parts = []
+        if inside:
+            inputs = {self.node_bytes.get(node, 0) for node in inside}
+            held = format_bytes(max(inputs)) if inputs else "0 B"
+            parts.append(
+                f"{len(inside)} nodes ran inside torch.utils.checkpoint: they saved "
+                f"no tensors of their own, only the segment's inputs ({held}, counted once). "
+                "When backward first reaches one of them it reruns that segment's forward to "
+                "recompute what they would have saved, uses it and frees it: less memory held "
+                "between forward and backward, for one more forward of the segment."
+            )
+        if self.reentrant:
+            held = format_bytes(sum(self.node_bytes.get(node, 0) for node in self.reentrant))
+            parts.append(
+                f"{len(self.reentrant)} node(s) named CheckpointFunctionBackward each stand for "
+                "a whole segment run by torch.utils.checkpoint(use_reentrant=True): the "
+                "segment ran without building a graph, so its operations do not appear here, "
+                f"and the node saved only the segment's inputs ({held}). Its backward reruns "
+                "the segment's forward, this time with a graph, and backpropagates through it."
+            )
+        return " ".join(parts)
 
     def explain_second_backward(self) -> str:
         """Why a second ``backward()`` over the same graph fails (or, retained, works)."""
@@ -168,4 +185,9 @@ def saved_memory(recording: Recording) -> MemoryTimeline:
         held -= freed
         steps.append(MemoryStep(number, held, freed, sum(pending.values()), grads))
     leaf_owned = sum(size for key, size in sizes.items() if owned[key])
-    return MemoryTimeline(tuple(steps), node_bytes, leaf_owned, retained, graph.checkpointed)
+    reentrant = tuple(
+        node for node in graph.checkpointed if graph.node(node).type_name == REENTRANT_NODE
+    )
+    return MemoryTimeline(
+        tuple(steps), node_bytes, leaf_owned, retained, graph.checkpointed, reentrant
+    )

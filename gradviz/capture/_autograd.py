@@ -26,6 +26,7 @@ __all__ = [
     "move_to_front",
     "next_functions",
     "node_name",
+    "reentrant_checkpoint",
     "saved_values",
     "sequence_nr",
     "version",
@@ -152,6 +153,14 @@ def checkpointed(node: Node) -> bool:
     # inside a checkpoint every saved tensor goes through its hooks: the first one tells
     raw = _raw_attributes(type(node))
     return bool(raw) and _checkpoint_placeholder(node, raw[0])
+
+
+def reentrant_checkpoint(node: Node) -> bool:
+    """Whether the node is ``torch.utils.checkpoint(use_reentrant=True)``'s one backward
+    node for a whole segment: the segment ran without building a graph, the node saved its
+    inputs (ordinary ``saved_tensors``, safe to read), and backward reruns the segment."""
+    forward = getattr(type(node), "_forward_cls", None)
+    return getattr(forward, "__module__", None) == _CHECKPOINT_MODULE
 
 
 def checkpoint_inputs(node: Node) -> list[torch.Tensor]:

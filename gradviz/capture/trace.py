@@ -319,6 +319,8 @@ class _SavedReader:
                 self.checkpointed.add(node.id)
                 inputs = _autograd.checkpoint_inputs(node.torch_node)
                 storages += [_storage_of(t) for t in inputs]
+            elif _autograd.reentrant_checkpoint(node.torch_node):  # its saved values: inputs
+                self.checkpointed.add(node.id)
             if storages:
                 self.saved_raw[node.id] = storages
             return tuple([self._saved_value(name, value) for name, value in values]), freed

@@ -247,7 +247,9 @@ class Graph:
     def checkpointed(self) -> tuple[str, ...]:
         """Nodes run inside ``torch.utils.checkpoint(use_reentrant=False)``, read from the
         live graph (not in JSON): they saved placeholders, and backward recomputes their
-        tensors by running the segment's forward again."""
+        tensors by running the segment's forward again. Also each
+        ``CheckpointFunctionBackward`` of ``use_reentrant=True``, the one node that stands
+        for a whole segment run without a graph."""
         self._settle_saved()
         return self._checkpointed
 

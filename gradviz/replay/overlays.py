@@ -54,6 +54,7 @@ def memory_data(recording: Recording) -> dict[str, Any] | None:
         "owned": timeline.leaf_owned,
         "retained": timeline.retained,
         **({"ckpt": list(timeline.checkpointed)} if timeline.checkpointed else {}),
+        **({"ckpt_whole": list(timeline.reentrant)} if timeline.reentrant else {}),
     }
 
 
