@@ -244,7 +244,7 @@ class HealthOverlay {
     this.strip.hidden = true;
     ctx.main.insertBefore(this.strip, ctx.panel);
     this.rows = [];
-    const head = element("div", "gv-section", "‖g‖ per module");
+    const head = element("div", "gv-section", `‖g‖ per ${h.by || "module"}`);
     const legend = element("div", "gv-health-legend", `vanishing < 1e${h.v} · exploding > 1e${h.x}`);
     this.strip.append(head, legend);
     const mlogs = h.modules.flatMap(([, s]) => s.map(([, v]) => v)).filter((v) => v > 0).map(Math.log10);

@@ -48,6 +48,22 @@ def test_zero_and_module_norms() -> None:
     assert [name for name, _ in health["modules"]] == ["1", "0"]  # the order backward reaches
     for _, series in health["modules"]:
         assert series[-1][1] == 0.0
+    assert health["by"] == "module"
+
+
+def test_without_modules_the_strip_has_a_row_per_leaf_with_autograd_norms() -> None:
+    torch.manual_seed(0)
+    w = torch.randn(3, 2, requires_grad=True)
+    b = torch.randn(2, requires_grad=True)
+    loss = (torch.randn(4, 3) @ w + b).tanh().sum()
+    expected = torch.autograd.grad(loss, [w, b], retain_graph=True)
+    rec = gradviz.record(loss, names={"w": w, "b": b})
+    health = replay_data(rec, explain=True)["health"]
+    assert health["by"] == "leaf"
+    rows = dict(health["modules"])
+    assert set(rows) == {"w", "b"}  # not one "(top level)" row
+    for name, grad in zip(["w", "b"], expected, strict=True):
+        assert rows[name][-1][1] == pytest.approx(float(torch.linalg.vector_norm(grad)), rel=1e-3)
 
 
 def test_the_page_ships_the_code_only_with_the_data(tmp_path: pytest.TempPathFactory) -> None:

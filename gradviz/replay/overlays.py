@@ -70,20 +70,26 @@ def _log(norm: float | None, band: str) -> float | str | None:
 
 def health_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> dict[str, Any]:
     """log10‖g‖ per scheduled edge ("z": zero, "n": NaN/Inf, None: unknown) and the
-    per-module norms of the parameters' gradients as the steps add to them."""
+    per-module norms of the parameters' gradients as the steps add to them; per leaf when
+    no leaf belongs to a module (a lesson's ``w`` and ``b``), where one "(top level)" row
+    would say nothing."""
     health = gradient_health(recording)
     logs: dict[str, float | str | None] = {}
     for key, edge in health.edges.items():
         logs[f"{prefix}_e_{key.replace('.', '_')}"] = _log(edge.norm, edge.band)
-    per_module: dict[str, list[tuple[int, float]]] = {}
+    hits_by_leaf: list[tuple[str, int, float]] = []
     for record in recording.graph.tensors:
         norm = health.leaf_norms.get(record.name or "")
         if record.role is not Role.LEAF or norm is None or record.node_id is None:
             continue
         step = recording.step_for(record.node_id)
         if step is not None:
-            module = (record.name or "").rpartition(".")[0]
-            per_module.setdefault(module, []).append((step.index, norm))
+            hits_by_leaf.append((record.name or "", step.index, norm))
+    by_leaf = all("." not in name for name, _, _ in hits_by_leaf)
+    per_module: dict[str, list[tuple[int, float]]] = {}
+    for name, index, norm in hits_by_leaf:
+        row = name if by_leaf else name.rpartition(".")[0]
+        per_module.setdefault(row, []).append((index, norm))
     modules: list[tuple[str, list[tuple[int, float]]]] = []
     for module, hits in per_module.items():
         series: list[tuple[int, float]] = []
@@ -100,6 +106,7 @@ def health_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> 
         "x": round(math.log10(health.exploding_above), 3),
         "edges": [logs.get(element) for element in schedule["edges"]],
         "modules": modules,
+        "by": "leaf" if by_leaf else "module",
     }
 
 
