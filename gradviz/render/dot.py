@@ -183,6 +183,13 @@ class _DotWriter:
         self._multi_output = _multi_output_nodes(graph)
         self._role_cache: dict[Role, tuple[str, str]] = {}
         self._type_cache: dict[str, tuple[str, str | None]] = {}
+        # the text after a plain node's id, per node type (the type escaped once per drawing)
+        self._node_tails: dict[str, str] = {}
+        # a tensor box's escaped name and tooltip attribute, per label; its shape line, per
+        # (shape, dtype): a model's leaves repeat a few of each
+        self._label_cache: dict[str, tuple[str, str]] = {}
+        self._shape_cache: dict[tuple[tuple[int, ...], str], str] = {}
+        self._offgraph_tail: str | None = None
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
@@ -220,10 +227,26 @@ class _DotWriter:
             self._type_cache[type_name] = cached
         return cached
 
+    def _node_tail(self, type_name: str) -> str:
+        """What follows the id of a node drawn with its type only (no saved values, not
+        folded): the same for every node of the type, so written once per drawing."""
+        tail = self._node_tails.get(type_name)
+        if tail is None:
+            title, whole = self._type_text(type_name)
+            more = " " if whole is None else f" tooltip={whole} "
+            tail = f'class="gv_node" shape="box" label=<{title}>{more}{self._node_style}'
+            self._node_tails[type_name] = tail
+        return tail
+
     def _node(self, node: Node) -> None:
+        folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
+        if not folded and not self.options.saved:  # the usual node: its type's template
+            node_id = node.id
+            tail = self._node_tail(node.type_name)
+            self.lines.append(f"  {node_id} [id={self._id(f'{self.prefix}_{node_id}')} {tail}];")
+            return
         title, whole = self._type_text(node.type_name)
         rows = [title]
-        folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
         if folded:
             lines = folded.split("\n")
             if len(lines) > MAX_FOLDED_LINES:  # a box of readable size, whatever the block
@@ -252,30 +275,14 @@ class _DotWriter:
         label = self._grad_label(edge_labels.get(edge.key)) if edge_labels else None
         if edge.dst is None:
             off_id = f"c_{edge.src}_{edge.slot}"
-            style = self._style(self.theme.constant)
             self.lines.append(
-                f"  {off_id} "
-                + _attrs(
-                    id=f"{self.prefix}_c_{edge.src}_{edge.slot}",
-                    class_="gv_offgraph",
-                    shape="box",
-                    label='<<FONT POINT-SIZE="9">None</FONT>>',
-                    height=0.25,
-                    width=0.4,
-                    margin="0.05,0.02",
-                    **style,
-                )
-                + ";"
+                f"  {off_id} [id={dot_quote(f'{self.prefix}_{off_id}')} {self._offgraph()}];"
             )
+            edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+            label_attribute = "" if label is None else f" label={label}"
             self.lines.append(
-                f"  {edge.src} -> {off_id} "
-                + _attrs(
-                    id=f"{self.prefix}_e_{edge.src}_{edge.slot}",
-                    class_="gv_edge gv_none",
-                    style="dashed",
-                    label=label,
-                )
-                + ";"
+                f"  {edge.src} -> {off_id} [id={edge_id} "
+                f'class="gv_edge gv_none" style="dashed"{label_attribute}];'
             )
             return
         multi = edge.dst in self._multi_output
@@ -303,6 +310,22 @@ class _DotWriter:
             )
             + ";"
         )
+
+    def _offgraph(self) -> str:
+        """The attributes after the id of an off-graph input's box, the same for all."""
+        if self._offgraph_tail is None:
+            self._offgraph_tail = _attr_list(
+                {
+                    "class": "gv_offgraph",
+                    "shape": "box",
+                    "label": '<<FONT POINT-SIZE="9">None</FONT>>',
+                    "height": 0.25,
+                    "width": 0.4,
+                    "margin": "0.05,0.02",
+                    **self._style(self.theme.constant),
+                }
+            )
+        return self._offgraph_tail
 
     def _grad_label(self, text: str | None) -> str | None:
         """A gradient shown on an edge: one line, so the SVG holds it as one <text>."""
@@ -338,13 +361,31 @@ class _DotWriter:
             self._role_cache[role] = cached
         return cached
 
+    def _label_text(self, label: str) -> tuple[str, str]:
+        """A tensor box's name escaped and its tooltip attribute ("" when it shows whole),
+        once per name and drawing."""
+        cached = self._label_cache.get(label)
+        if cached is None:
+            whole = tooltip(label)
+            cached = (html_text(label), "" if whole is None else f" tooltip={dot_quote(whole)}")
+            self._label_cache[label] = cached
+        return cached
+
+    def _shape_text(self, record: TensorRecord) -> str:
+        """``_shape_line`` escaped, once per shape and dtype and drawing."""
+        key = (tuple(record.shape), record.dtype)
+        text = self._shape_cache.get(key)
+        if text is None:
+            text = self._shape_cache[key] = html_text(_shape_line(record), None)
+        return text
+
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
         style, link_colour = self._role_attrs(record.role)
-        name = html_text(record.label)
         if compact:
+            name, more = self._label_text(record.label)
             text = f"<B>{name}</B>"
             if self.options.shapes and not self.options.values:
-                value = html_text(_shape_line(record), None)
+                value = self._shape_text(record)
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             elif self.options.shapes and record.data is not None:
                 value = html_text(_value_line(record), None)
@@ -352,8 +393,8 @@ class _DotWriter:
             label = f"<{text}>"
         else:
             label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
-        whole = tooltip(record.label) if compact else tooltip(record.label, record.grad_fn)
-        more = "" if whole is None else f" tooltip={dot_quote(whole)}"
+            whole = tooltip(record.label, record.grad_fn)
+            more = "" if whole is None else f" tooltip={dot_quote(whole)}"
         self.lines.append(
             f"  {record.id} [id={self._id(f'{self.prefix}_{record.id}')} "
             f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} '
