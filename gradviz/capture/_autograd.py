@@ -25,6 +25,7 @@ __all__ = [
     "leaf_variable",
     "move_to_front",
     "next_functions",
+    "node_facts",
     "node_name",
     "saved_values",
     "sequence_nr",
@@ -97,6 +98,17 @@ def leaf_variable(node: Node) -> torch.Tensor | None:
         return None
     variable = node.variable
     return variable if isinstance(variable, torch.Tensor) else None
+
+
+def node_facts(node: Node) -> tuple[str, str, int, torch.Tensor | None]:
+    """What a walk notes of every node at once: its type's name, ``name()``, the
+    ``sequence_nr`` and the leaf tensor of an ``AccumulateGrad`` (else None)."""
+    type_name = type(node).__name__
+    leaf = None
+    if type_name == "AccumulateGrad":
+        variable = node.variable
+        leaf = variable if isinstance(variable, torch.Tensor) else None
+    return type_name, str(node.name()), int(node._sequence_nr()), leaf
 
 
 def gradient_edge(tensor: torch.Tensor) -> tuple[Node, int]:

@@ -156,6 +156,7 @@ class _Walker:
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
         self.leaf_nodes: dict[int, str] = {}
         self.saved = _SavedReader()
+        self.device_names: dict[torch.device, str] = {}  # str(device) builds a new string
         self.read_saved = self.saved.read  # one bound method for all nodes
 
     def walk(self) -> Graph:
@@ -164,6 +165,7 @@ class _Walker:
         visit = self._visit
         edges = self.edges
         made_edge = Edge.made
+        next_functions = _autograd.next_functions
         queue: deque[Any] = deque()
         root_ids: list[str] = []
         for torch_node, _ in root_edges:
@@ -174,14 +176,15 @@ class _Walker:
         while queue:
             torch_node = queue.popleft()
             src = ids[torch_node]
-            for slot, (child, input_nr) in enumerate(_autograd.next_functions(torch_node)):
-                dst = None
-                if child is not None:
+            for slot, (child, input_nr) in enumerate(next_functions(torch_node)):
+                if child is None:
+                    dst = None
+                else:
                     dst = ids.get(child)
                     if dst is None:
                         dst = visit(child)
                         queue.append(child)
-                edges.append(made_edge(src, slot, dst, int(input_nr)))
+                edges.append(made_edge(src, slot, dst, input_nr))
         tensors = self._tensor_records()
         graph = Graph(self.nodes, edges, _unique(root_ids), tensors)
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
@@ -192,19 +195,11 @@ class _Walker:
         """Structure only: the node's saved values are read on first use (``_read_saved``)."""
         node_id = f"n{len(self.nodes)}"
         self.ids[torch_node] = node_id
-        leaf = _autograd.leaf_variable(torch_node)
+        type_name, name, sequence_nr, leaf = _autograd.node_facts(torch_node)
         if leaf is not None:
             self.leaf_nodes.setdefault(id(leaf), node_id)
         self.nodes.append(
-            LiveNode.made(
-                self.read_saved,
-                id=node_id,
-                type_name=type(torch_node).__name__,
-                name=_autograd.node_name(torch_node),
-                sequence_nr=_autograd.sequence_nr(torch_node),
-                torch_node=torch_node,
-                leaf_tensor=leaf,
-            )
+            LiveNode.made(self.read_saved, node_id, type_name, name, sequence_nr, torch_node, leaf)
         )
         return node_id
 
@@ -251,17 +246,22 @@ class _Walker:
             role = Role.BRANCH
         grad = tensor.grad if (is_leaf or tensor.retains_grad) else None
         grad_fn = tensor.grad_fn
+        version = _autograd.version(tensor)
+        device = tensor.device
+        device_name = self.device_names.get(device)
+        if device_name is None:
+            device_name = self.device_names[device] = str(device)
         return LiveTensorRecord.made(
-            tensor,
+            (tensor, version),
             grad,
             id=record_id,
             name=name,
             shape=tuple(tensor.shape),
             dtype=dtype_name(tensor.dtype),
-            device=str(tensor.device),
+            device=device_name,
             requires_grad=requires_grad,
             is_leaf=is_leaf,
-            version=_autograd.version(tensor),
+            version=version,
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
             role=role,
             node_id=node_id,

@@ -207,13 +207,9 @@ class Graph:
         self.edges = edges
         self.root_ids = root_ids
         self.tensors = tensors
-        self._by_id = {node.id: node for node in nodes}
-        self._out: dict[str, list[Edge]] = {node.id: [] for node in nodes}
-        self._in: dict[str, list[Edge]] = {node.id: [] for node in nodes}
-        for edge in edges:
-            self._out[edge.src].append(edge)
-            if edge.dst is not None:
-                self._in[edge.dst].append(edge)
+        # node id -> node, out edges, in edges: built on the first lookup (a drawing needs none)
+        self._lookups: tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]] | None
+        self._lookups = None
         self.prefix = "g" + hashlib.sha1(utf8(self._structure_key())).hexdigest()[:8]
         # what gradviz.watch() saw of the forward pass, when the graph was traced under it
         self.forward: Forward | None = None
@@ -257,16 +253,31 @@ class Graph:
         self._checkpointed = value
 
     # -- lookups -------------------------------------------------------------------------
+    def _indexed(
+        self,
+    ) -> tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]]:
+        """The nodes by id and each node's out and in edges, built on first use."""
+        if self._lookups is None:
+            by_id = {node.id: node for node in self.nodes}
+            out: dict[str, list[Edge]] = {node_id: [] for node_id in by_id}
+            into: dict[str, list[Edge]] = {node_id: [] for node_id in by_id}
+            for edge in self.edges:
+                out[edge.src].append(edge)
+                if edge.dst is not None:
+                    into[edge.dst].append(edge)
+            self._lookups = by_id, out, into
+        return self._lookups
+
     def node(self, node_id: str) -> Node:
-        return self._by_id[node_id]
+        return self._indexed()[0][node_id]
 
     def out_edges(self, node_id: str) -> list[Edge]:
         """The node's ``next_functions`` entries, in slot order."""
-        return self._out[node_id]
+        return self._indexed()[1][node_id]
 
     def in_edges(self, node_id: str) -> list[Edge]:
         """The edges whose gradients flow into the node, in visit order."""
-        return self._in[node_id]
+        return self._indexed()[2][node_id]
 
     def tensors_at(self, node_id: str) -> list[TensorRecord]:
         """The tensor records attached to a node (its outputs, or the leaf it feeds)."""
@@ -281,9 +292,8 @@ class Graph:
 
     def is_multi_output(self, node_id: str) -> bool:
         """True when edges reach more than one output of the node (unbind, split, ...)."""
-        return len({edge.input_nr for edge in self._in[node_id]}) > 1 or any(
-            edge.input_nr > 0 for edge in self._in[node_id]
-        )
+        into = self._indexed()[2][node_id]
+        return len({edge.input_nr for edge in into}) > 1 or any(edge.input_nr > 0 for edge in into)
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes)
