@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,7 +15,15 @@ from gradviz.capture import _autograd
 from gradviz.capture._own_ops import own_ops
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
-from gradviz.model.graph import Edge, Graph, Node, SavedStorages, SavedValue, TensorRecord
+from gradviz.model.graph import (
+    EdgeRow,
+    Graph,
+    Node,
+    NodeRow,
+    SavedStorages,
+    SavedValue,
+    TensorRecord,
+)
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
 from gradviz.model.values import Role, Summary
 
@@ -151,8 +159,10 @@ class _Walker:
         self.roots = roots
         self.named = named
         self.ids: dict[Any, str] = {}  # live torch node -> id; keys keep nodes alive
-        self.nodes: list[Node] = []
-        self.edges: list[Edge] = []
+        self.torch_nodes: list[Any] = []  # in visit order
+        self.rows: list[NodeRow] = []
+        self.edges: list[EdgeRow] = []
+        self.leaves: list[torch.Tensor] = []  # each AccumulateGrad's leaf, in visit order
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
         self.leaf_nodes: dict[int, str] = {}
         self.saved = _SavedReader()
@@ -164,7 +174,6 @@ class _Walker:
         ids = self.ids
         visit = self._visit
         edges = self.edges
-        made_edge = Edge.made
         next_functions = _autograd.next_functions
         queue: deque[Any] = deque()
         root_ids: list[str] = []
@@ -184,23 +193,27 @@ class _Walker:
                     if dst is None:
                         dst = visit(child)
                         queue.append(child)
-                edges.append(made_edge(src, slot, dst, input_nr))
+                edges.append((src, slot, dst, input_nr))
         tensors = self._tensor_records()
-        graph = Graph(self.nodes, edges, _unique(root_ids), tensors)
+        build = _node_builder(self.torch_nodes, self.read_saved)
+        graph = Graph.from_rows(self.rows, edges, build, _unique(root_ids), tensors)
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
         graph.saved_storages_source = self.saved.storages
         return graph
 
     def _visit(self, torch_node: Any) -> str:
-        """Structure only: the node's saved values are read on first use (``_read_saved``)."""
-        node_id = f"n{len(self.nodes)}"
+        """Structure only: the ``Node`` objects are built on first use (``_node_builder``),
+        their saved values read on first use after that (``_SavedReader``)."""
+        node_id = f"n{len(self.torch_nodes)}"
         self.ids[torch_node] = node_id
-        type_name, name, sequence_nr, leaf = _autograd.node_facts(torch_node)
-        if leaf is not None:
-            self.leaf_nodes.setdefault(id(leaf), node_id)
-        self.nodes.append(
-            LiveNode.made(self.read_saved, node_id, type_name, name, sequence_nr, torch_node, leaf)
-        )
+        self.torch_nodes.append(torch_node)
+        type_name = type(torch_node).__name__
+        self.rows.append((node_id, type_name))
+        if type_name == "AccumulateGrad":
+            leaf = _autograd.leaf_variable(torch_node)
+            if leaf is not None:
+                self.leaves.append(leaf)
+                self.leaf_nodes.setdefault(id(leaf), node_id)
         return node_id
 
     def _tensor_records(self) -> list[TensorRecord]:
@@ -215,9 +228,8 @@ class _Walker:
 
         for root in self.roots:
             add(root, is_root=True)
-        for node in self.nodes:
-            if node.leaf_tensor is not None:
-                add(node.leaf_tensor)
+        for leaf in self.leaves:
+            add(leaf)
         for _, tensor in self.named.values():
             add(tensor)
         return records
@@ -269,6 +281,26 @@ class _Walker:
             is_root=is_root,
             tensor=tensor,
         )  # data and grad: summarized on demand (gradviz.capture.ondemand)
+
+
+def _node_builder(
+    torch_nodes: list[Any], reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]]
+) -> Callable[[], list[Node]]:
+    """Builds a walk's ``Node`` objects, ids in visit order, when the graph first needs
+    them; it holds the live torch nodes until then (and no ``Graph``: no cycle)."""
+
+    def build() -> list[Node]:
+        nodes: list[Node] = []
+        with gc_paused():  # many small objects: see gc_paused
+            for index, torch_node in enumerate(torch_nodes):
+                type_name, name, sequence_nr, leaf = _autograd.node_facts(torch_node)
+                node_id = f"n{index}"
+                nodes.append(
+                    LiveNode.made(reader, node_id, type_name, name, sequence_nr, torch_node, leaf)
+                )
+        return nodes
+
+    return build
 
 
 _SCALARS = (int, bool, float, str, type(None))

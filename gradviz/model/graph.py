@@ -151,7 +151,10 @@ class TensorRecord:
             return self.name
         if self.is_root:
             return "root"
-        return {Role.LEAF: "leaf", Role.CONSTANT: "constant"}.get(self.role, "tensor")
+        role = self.role
+        if role is Role.LEAF:
+            return "leaf"
+        return "constant" if role is Role.CONSTANT else "tensor"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -193,8 +196,24 @@ class TensorRecord:
         )
 
 
+# a node as a drawing of its type needs it: (id, type_name); an edge: (src, slot, dst, input_nr)
+NodeRow = tuple[str, str]
+EdgeRow = tuple[str, int, str | None, int]
+
+
 class Graph:
-    """A traced backward graph: nodes in visit order, edges in slot order, tensor records."""
+    """A traced backward graph: nodes in visit order, edges in slot order, tensor records.
+
+    A graph fresh from ``trace()`` holds its nodes and edges as plain rows and builds the
+    ``Node`` and ``Edge`` objects on first use of ``nodes`` / ``edges``: a drawing of the
+    structure reads the rows (``node_rows``, ``edge_rows``) and needs no objects.
+    """
+
+    _nodes: list[Node] | None
+    _edges: list[Edge] | None
+    _node_rows: list[NodeRow]
+    _edge_rows: list[EdgeRow]
+    _build_nodes: Callable[[], list[Node]] | None
 
     def __init__(
         self,
@@ -203,8 +222,56 @@ class Graph:
         root_ids: list[str],
         tensors: list[TensorRecord],
     ) -> None:
-        self.nodes = nodes
-        self.edges = edges
+        self._nodes, self._edges = nodes, edges
+        self._node_rows, self._edge_rows, self._build_nodes = [], [], None
+        self._start(root_ids, tensors)
+
+    @classmethod
+    def from_rows(
+        cls,
+        node_rows: list[NodeRow],
+        edge_rows: list[EdgeRow],
+        build_nodes: Callable[[], list[Node]],
+        root_ids: list[str],
+        tensors: list[TensorRecord],
+    ) -> Graph:
+        """A graph whose nodes (``build_nodes()``, one per row, in order) and edges are
+        built on first use; until then drawings read the rows."""
+        graph = cls.__new__(cls)
+        graph._nodes, graph._edges = None, None
+        graph._node_rows, graph._edge_rows, graph._build_nodes = node_rows, edge_rows, build_nodes
+        graph._start(root_ids, tensors)
+        return graph
+
+    @property
+    def nodes(self) -> list[Node]:
+        nodes = self._nodes
+        if nodes is None:
+            assert self._build_nodes is not None
+            nodes = self._nodes = self._build_nodes()
+            self._build_nodes = None  # it holds the live torch nodes: now the nodes do
+        return nodes
+
+    @property
+    def edges(self) -> list[Edge]:
+        edges = self._edges
+        if edges is None:
+            made = Edge.made
+            edges = self._edges = [made(*row) for row in self._edge_rows]
+        return edges
+
+    def node_rows(self) -> list[NodeRow] | None:
+        """Each node's (id, type_name) while no ``Node`` object is built; None after (the
+        objects then decide: they may carry saved values or folded contents)."""
+        return self._node_rows if self._nodes is None else None
+
+    def edge_rows(self) -> list[EdgeRow]:
+        """Each edge as (src, slot, dst, input_nr), in ``edges`` order."""
+        if self._edges is None:
+            return self._edge_rows
+        return [(e.src, e.slot, e.dst, e.input_nr) for e in self._edges]
+
+    def _start(self, root_ids: list[str], tensors: list[TensorRecord]) -> None:
         self.root_ids = root_ids
         self.tensors = tensors
         # node id -> node, out edges, in edges: built on the first lookup (a drawing needs none)
@@ -302,8 +369,12 @@ class Graph:
         return len(self.nodes)
 
     def _structure_key(self) -> str:
-        parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
-        parts += [f"{e.src}.{e.slot}>{e.dst}.{e.input_nr}" for e in self.edges]
+        rows = self.node_rows()
+        if rows is None:
+            parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
+        else:
+            parts = [f"{node_id}:{type_name}" for node_id, type_name in rows]
+        parts += [f"{src}.{slot}>{dst}.{input_nr}" for src, slot, dst, input_nr in self.edge_rows()]
         parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
         return "|".join(parts)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from gradviz.errors import InvalidInput
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
-from gradviz.model.graph import Edge, Graph, Node, TensorRecord
+from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
@@ -73,25 +73,32 @@ _DOT_IDS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]{0,63}\n)*")
 _PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
+# a keyword on a line of its own, in any case (after _DOT_IDS matched: ASCII only)
+_KEYWORD_LINE = re.compile(
+    "^(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")$", re.IGNORECASE | re.MULTILINE
+)
+
+
 def _all_plain(ids: list[object]) -> bool:
     """Whether every id is a plain identifier (what ``dot_id`` lets through), at once."""
+    if not ids:
+        return True
     if not set(map(type, ids)) <= {str}:
         return False
-    joined = "".join([f"{i}\n" for i in ids])
+    joined = "\n".join(ids) + "\n"  # type: ignore[arg-type]  # all str: checked above
     if _DOT_IDS.fullmatch(joined) is None:
         return False
-    return _DOT_KEYWORDS.isdisjoint(joined.lower().split("\n"))
+    return _KEYWORD_LINE.search(joined) is None
 
 
 def _multi_output_nodes(graph: Graph) -> set[str]:
     """``Graph.is_multi_output`` for every node, in one pass over the edges."""
     first: dict[str, int] = {}
     multi: set[str] = set()
-    for edge in graph.edges:
-        dst = edge.dst
+    for _, _, dst, input_nr in graph.edge_rows():
         if dst is None:
             continue
-        if edge.input_nr > 0 or first.setdefault(dst, edge.input_nr) != edge.input_nr:
+        if input_nr > 0 or first.setdefault(dst, input_nr) != input_nr:
             multi.add(dst)
     return multi
 
@@ -99,9 +106,11 @@ def _multi_output_nodes(graph: Graph) -> set[str]:
 def check_ids(graph: Graph) -> None:
     """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
     built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
-    ids: list[object] = [node.id for node in graph.nodes]
-    ids += [edge.src for edge in graph.edges]
-    ids += [edge.dst for edge in graph.edges if edge.dst is not None]
+    rows = graph.node_rows()
+    ids: list[object] = [node.id for node in graph.nodes] if rows is None else [r[0] for r in rows]
+    edges = graph.edge_rows()
+    ids += [edge[0] for edge in edges]
+    ids += [edge[2] for edge in edges if edge[2] is not None]
     ids += [record.id for record in graph.tensors]
     ids += [record.node_id for record in graph.tensors if record.node_id is not None]
     if graph.forward is not None:
@@ -194,10 +203,13 @@ class _DotWriter:
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
         self._roots()
-        for node in self.graph.nodes:
-            self._node(node)
-        for edge in self.graph.edges:
-            self._edge(edge)
+        rows = self.graph.node_rows()
+        if rows is not None and not self.options.saved:  # fresh from trace(): plain nodes
+            self._plain_nodes(rows)
+        else:
+            for node in self.graph.nodes:
+                self._node(node)
+        self._edges()
         self._tensors()
         if self.options.legend:
             self._legend()
@@ -237,6 +249,34 @@ class _DotWriter:
             tail = f'class="gv_node" shape="box" label=<{title}>{more}{self._node_style}'
             self._node_tails[type_name] = tail
         return tail
+
+    def _plain_nodes(self, rows: list[NodeRow]) -> None:
+        """Nodes drawn with their type only, from (id, type_name) rows: ``_node``'s lines."""
+        tail = self._node_tail
+        prefix = self.prefix
+        append = self.lines.append
+        if not self._plain_ids:
+            for node_id, type_name in rows:
+                append(f"  {node_id} [id={dot_quote(f'{prefix}_{node_id}')} {tail(type_name)}];")
+            return
+        for node_id, type_name in rows:
+            append(f'  {node_id} [id="{prefix}_{node_id}" {tail(type_name)}];')
+
+    def _edges(self) -> None:
+        """Every edge, the usual ones (no label, width or head label) written directly."""
+        options = self.options
+        if options.edge_labels or options.edge_styles or not self._plain_ids:
+            for edge in self.graph.edges:
+                self._edge(edge)
+            return
+        multi = self._multi_output
+        prefix = self.prefix
+        append = self.lines.append
+        for src, slot, dst, input_nr in self.graph.edge_rows():
+            if dst is None or dst in multi:
+                self._edge(Edge.made(src, slot, dst, input_nr))
+            else:
+                append(f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];')
 
     def _node(self, node: Node) -> None:
         folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
