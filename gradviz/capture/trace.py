@@ -16,6 +16,7 @@ from gradviz.capture._own_ops import own_ops
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import (
+    Edge,
     EdgeRow,
     Graph,
     Node,
@@ -195,14 +196,14 @@ class _Walker:
                         queue.append(child)
                 edges.append((src, slot, dst, input_nr))
         tensors = self._tensor_records()
-        build = _node_builder(self.torch_nodes, self.read_saved)
+        build = _object_builder(self.torch_nodes, edges, self.read_saved)
         graph = Graph.from_rows(self.rows, edges, build, _unique(root_ids), tensors)
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
         graph.saved_storages_source = self.saved.storages
         return graph
 
     def _visit(self, torch_node: Any) -> str:
-        """Structure only: the ``Node`` objects are built on first use (``_node_builder``),
+        """Structure only: the ``Node`` objects are built on first use (``_object_builder``),
         their saved values read on first use after that (``_SavedReader``)."""
         node_id = f"n{len(self.torch_nodes)}"
         self.ids[torch_node] = node_id
@@ -219,19 +220,15 @@ class _Walker:
     def _tensor_records(self) -> list[TensorRecord]:
         records: list[TensorRecord] = []
         seen: set[int] = set()
-
-        def add(tensor: torch.Tensor, is_root: bool = False) -> None:
-            if id(tensor) in seen:
-                return
-            seen.add(id(tensor))
-            records.append(self._record(f"t{len(records)}", tensor, is_root))
-
-        for root in self.roots:
-            add(root, is_root=True)
-        for leaf in self.leaves:
-            add(leaf)
-        for _, tensor in self.named.values():
-            add(tensor)
+        record = self._record
+        named = [tensor for _, tensor in self.named.values()]
+        # roots first, then leaves in visit order, then the other named tensors; once each
+        for is_root, tensors in ((True, self.roots), (False, self.leaves), (False, named)):
+            for tensor in tensors:
+                key = id(tensor)
+                if key not in seen:
+                    seen.add(key)
+                    records.append(record(f"t{len(records)}", tensor, is_root))
         return records
 
     def _record(self, record_id: str, tensor: torch.Tensor, is_root: bool) -> TensorRecord:
@@ -283,13 +280,15 @@ class _Walker:
         )  # data and grad: summarized on demand (gradviz.capture.ondemand)
 
 
-def _node_builder(
-    torch_nodes: list[Any], reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]]
-) -> Callable[[], list[Node]]:
-    """Builds a walk's ``Node`` objects, ids in visit order, when the graph first needs
-    them; it holds the live torch nodes until then (and no ``Graph``: no cycle)."""
+def _object_builder(
+    torch_nodes: list[Any],
+    edge_rows: list[EdgeRow],
+    reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]],
+) -> Callable[[], tuple[list[Node], list[Edge]]]:
+    """Builds a walk's ``Node`` (ids in visit order) and ``Edge`` objects when the graph
+    first needs them; it holds the live torch nodes until then (and no ``Graph``: no cycle)."""
 
-    def build() -> list[Node]:
+    def build() -> tuple[list[Node], list[Edge]]:
         nodes: list[Node] = []
         with gc_paused():  # many small objects: see gc_paused
             for index, torch_node in enumerate(torch_nodes):
@@ -298,7 +297,9 @@ def _node_builder(
                 nodes.append(
                     LiveNode.made(reader, node_id, type_name, name, sequence_nr, torch_node, leaf)
                 )
-        return nodes
+            made = Edge.made
+            edges = [made(*row) for row in edge_rows]
+        return nodes, edges
 
     return build
 

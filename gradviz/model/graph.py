@@ -205,7 +205,7 @@ class Graph:
     """A traced backward graph: nodes in visit order, edges in slot order, tensor records.
 
     A graph fresh from ``trace()`` holds its nodes and edges as plain rows and builds the
-    ``Node`` and ``Edge`` objects on first use of ``nodes`` / ``edges``: a drawing of the
+    ``Node`` and ``Edge`` objects on first use of ``nodes`` or ``edges``: a drawing of the
     structure reads the rows (``node_rows``, ``edge_rows``) and needs no objects.
     """
 
@@ -213,7 +213,7 @@ class Graph:
     _edges: list[Edge] | None
     _node_rows: list[NodeRow]
     _edge_rows: list[EdgeRow]
-    _build_nodes: Callable[[], list[Node]] | None
+    _build: Callable[[], tuple[list[Node], list[Edge]]] | None
 
     def __init__(
         self,
@@ -223,7 +223,7 @@ class Graph:
         tensors: list[TensorRecord],
     ) -> None:
         self._nodes, self._edges = nodes, edges
-        self._node_rows, self._edge_rows, self._build_nodes = [], [], None
+        self._node_rows, self._edge_rows, self._build = [], [], None
         self._start(root_ids, tensors)
 
     @classmethod
@@ -231,34 +231,32 @@ class Graph:
         cls,
         node_rows: list[NodeRow],
         edge_rows: list[EdgeRow],
-        build_nodes: Callable[[], list[Node]],
+        build: Callable[[], tuple[list[Node], list[Edge]]],
         root_ids: list[str],
         tensors: list[TensorRecord],
     ) -> Graph:
-        """A graph whose nodes (``build_nodes()``, one per row, in order) and edges are
-        built on first use; until then drawings read the rows."""
+        """A graph whose nodes and edges ``build()`` makes on first use (one per row, in
+        order); until then drawings read the rows."""
         graph = cls.__new__(cls)
         graph._nodes, graph._edges = None, None
-        graph._node_rows, graph._edge_rows, graph._build_nodes = node_rows, edge_rows, build_nodes
+        graph._node_rows, graph._edge_rows, graph._build = node_rows, edge_rows, build
         graph._start(root_ids, tensors)
         return graph
 
+    def _built(self) -> tuple[list[Node], list[Edge]]:
+        if self._nodes is None or self._edges is None:
+            assert self._build is not None
+            self._nodes, self._edges = self._build()
+            self._build = None  # it holds the live torch nodes: now the nodes do
+        return self._nodes, self._edges
+
     @property
     def nodes(self) -> list[Node]:
-        nodes = self._nodes
-        if nodes is None:
-            assert self._build_nodes is not None
-            nodes = self._nodes = self._build_nodes()
-            self._build_nodes = None  # it holds the live torch nodes: now the nodes do
-        return nodes
+        return self._nodes if self._nodes is not None else self._built()[0]
 
     @property
     def edges(self) -> list[Edge]:
-        edges = self._edges
-        if edges is None:
-            made = Edge.made
-            edges = self._edges = [made(*row) for row in self._edge_rows]
-        return edges
+        return self._edges if self._edges is not None else self._built()[1]
 
     def node_rows(self) -> list[NodeRow] | None:
         """Each node's (id, type_name) while no ``Node`` object is built; None after (the
@@ -372,8 +370,8 @@ class Graph:
         rows = self.node_rows()
         if rows is None:
             parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
-        else:
-            parts = [f"{node_id}:{type_name}" for node_id, type_name in rows]
+        else:  # the same text, joined in one call per row
+            parts = list(map(":".join, rows))
         parts += [f"{src}.{slot}>{dst}.{input_nr}" for src, slot, dst, input_nr in self.edge_rows()]
         parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
         return "|".join(parts)

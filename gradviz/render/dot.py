@@ -73,10 +73,8 @@ _DOT_IDS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]{0,63}\n)*")
 _PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-# a keyword on a line of its own, in any case (after _DOT_IDS matched: ASCII only)
-_KEYWORD_LINE = re.compile(
-    "^(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")$", re.IGNORECASE | re.MULTILINE
-)
+# a keyword on a line of its own, in lower case (searched for in lowered text)
+_KEYWORD_LINE = re.compile("\n(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")\n")
 
 
 def _all_plain(ids: list[object]) -> bool:
@@ -88,7 +86,7 @@ def _all_plain(ids: list[object]) -> bool:
     joined = "\n".join(ids) + "\n"  # type: ignore[arg-type]  # all str: checked above
     if _DOT_IDS.fullmatch(joined) is None:
         return False
-    return _KEYWORD_LINE.search(joined) is None
+    return _KEYWORD_LINE.search("\n" + joined.lower()) is None
 
 
 def _multi_output_nodes(graph: Graph) -> set[str]:
@@ -199,6 +197,7 @@ class _DotWriter:
         self._label_cache: dict[str, tuple[str, str]] = {}
         self._shape_cache: dict[tuple[tuple[int, ...], str], str] = {}
         self._offgraph_tail: str | None = None
+        self._box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
@@ -401,6 +400,24 @@ class _DotWriter:
             self._role_cache[role] = cached
         return cached
 
+    def _box_tail(self, record: TensorRecord, compact: bool, style: str) -> str:
+        """What follows a tensor box's id: its class, label, tooltip and style."""
+        if compact:
+            name, more = self._label_text(record.label)
+            text = f"<B>{name}</B>"
+            if self.options.shapes and not self.options.values:
+                value = self._shape_text(record)
+                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
+            elif self.options.shapes and record.data is not None:
+                value = html_text(_value_line(record), None)
+                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
+            label = f"<{text}>"
+        else:
+            label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
+            whole = tooltip(record.label, record.grad_fn)
+            more = "" if whole is None else f" tooltip={dot_quote(whole)}"
+        return f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} {style}'
+
     def _label_text(self, label: str) -> tuple[str, str]:
         """A tensor box's name escaped and its tooltip attribute ("" when it shows whole),
         once per name and drawing."""
@@ -420,43 +437,38 @@ class _DotWriter:
         return text
 
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
-        style, link_colour = self._role_attrs(record.role)
-        if compact:
-            name, more = self._label_text(record.label)
-            text = f"<B>{name}</B>"
-            if self.options.shapes and not self.options.values:
-                value = self._shape_text(record)
-                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
-            elif self.options.shapes and record.data is not None:
-                value = html_text(_value_line(record), None)
-                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
-            label = f"<{text}>"
+        role = record.role
+        style, link_colour = self._role_attrs(role)
+        if compact and not (self.options.shapes and self.options.values):
+            # no values shown: a box of one role, name, shape and dtype is written once
+            key = (role, record.label, tuple(record.shape), record.dtype)
+            tail = self._box_tails.get(key)
+            if tail is None:
+                tail = self._box_tails[key] = self._box_tail(record, compact, style)
         else:
-            label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
-            whole = tooltip(record.label, record.grad_fn)
-            more = "" if whole is None else f" tooltip={dot_quote(whole)}"
-        self.lines.append(
-            f"  {record.id} [id={self._id(f'{self.prefix}_{record.id}')} "
-            f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} '
-            f"{style}];"
-        )
-        if record.node_id is None:
+            tail = self._box_tail(record, compact, style)
+        record_id = record.id
+        prefix = self.prefix
+        self.lines.append(f"  {record_id} [id={self._id(f'{prefix}_{record_id}')} {tail}];")
+        node_id = record.node_id
+        if node_id is None:
             return
-        grad_label = self._grad_label(self.options.link_labels.get(record.id))
+        link_labels = self.options.link_labels
+        grad_label = self._grad_label(link_labels.get(record_id)) if link_labels else None
         link = (
-            f"[id={self._id(f'{self.prefix}_l_{record.id}')} "
+            f"[id={self._id(f'{prefix}_l_{record_id}')} "
             f'class="gv_link" style="dashed" {link_colour}'
             + ("" if grad_label is None else f" label={grad_label}")
             + "]"
         )
-        if record.role is Role.LEAF and not record.is_root:
+        if role is Role.LEAF and not record.is_root:
             # AccumulateGrad writes into the leaf's .grad: draw it flowing there.
-            self.lines.append(f"  {record.node_id} -> {record.id} {link};")
+            self.lines.append(f"  {node_id} -> {record_id} {link};")
         elif self.options.view == "combined":
-            self.lines.append(f"  {record.id} -> {record.node_id} {link};")
-            self.lines.append(f"  {{rank=same; {record.id}; {record.node_id};}}")
+            self.lines.append(f"  {record_id} -> {node_id} {link};")
+            self.lines.append(f"  {{rank=same; {record_id}; {node_id};}}")
         else:
-            self.lines.append(f"  {record.id} -> {record.node_id} {link};")
+            self.lines.append(f"  {record_id} -> {node_id} {link};")
 
     def _legend(self) -> None:
         """One sample per role, drawn with the very attributes that role's boxes get
