@@ -247,7 +247,8 @@ class Graph:
         if self._nodes is None or self._edges is None:
             assert self._build is not None
             self._nodes, self._edges = self._build()
-            self._build = None  # it holds the live torch nodes: now the nodes do
+            # the builder holds the live torch nodes (now the nodes do), the rows are spent
+            self._build, self._node_rows, self._edge_rows = None, [], []
         return self._nodes, self._edges
 
     @property
