@@ -33,8 +33,8 @@ _Source = tuple[torch.Tensor, int] | None
 class LiveTensorRecord(TensorRecord):
     """A ``TensorRecord`` of a live tensor whose summaries are computed on first use.
 
-    Built like a ``TensorRecord`` with ``data=None, grad=None``; ``pending`` then names
-    the tensors to summarize. Once computed (or set), a value stays.
+    Built by ``made``, which notes the tensor and its ``.grad`` (with their versions) to
+    summarize. Once computed (or set), a value stays.
     """
 
     _data_from: _Source = None
@@ -44,19 +44,14 @@ class LiveTensorRecord(TensorRecord):
     def made(
         cls, data: tuple[torch.Tensor, int], grad: torch.Tensor | None, **fields: Any
     ) -> LiveTensorRecord:
-        """``cls(**fields, data=None, grad=None).pending(data[0], grad)`` without the dataclass
-        ``__init__`` (its property setters cost more than the rest of a record); ``data``
-        is the tensor and its ``_version`` (the caller has read it already)."""
+        """``cls(**fields, data=None, grad=None)``, its summaries pending, without the
+        dataclass ``__init__`` (its property setters cost more than the rest of a record);
+        ``data`` is the tensor and its ``_version`` (the caller has read it already)."""
         record = object.__new__(cls)
         record.__dict__.update(fields, data=None, grad=None)
         record._data_from = data
         record._grad_from = None if grad is None else (grad, _autograd.version(grad))
         return record
-
-    def pending(self, data: torch.Tensor, grad: torch.Tensor | None) -> LiveTensorRecord:
-        self._data_from = (data, _autograd.version(data))
-        self._grad_from = None if grad is None else (grad, _autograd.version(grad))
-        return self
 
     @property
     def data(self) -> Summary | None:
