@@ -25,10 +25,9 @@ __all__ = [
     "leaf_variable",
     "move_to_front",
     "next_functions",
-    "node_name",
+    "node_facts",
     "reentrant_checkpoint",
     "saved_values",
-    "sequence_nr",
     "version",
 ]
 
@@ -74,15 +73,6 @@ def next_functions(node: Node) -> tuple[tuple[Node | None, int], ...]:
     return tuple(node.next_functions)
 
 
-def sequence_nr(node: Node) -> int:
-    """Creation counter; the engine runs the ready node with the highest one first."""
-    return int(node._sequence_nr())
-
-
-def node_name(node: Node) -> str:
-    return str(node.name())
-
-
 def is_accumulate_grad(node: Node) -> bool:
     return type(node).__name__ == "AccumulateGrad"
 
@@ -98,6 +88,18 @@ def leaf_variable(node: Node) -> torch.Tensor | None:
         return None
     variable = node.variable
     return variable if isinstance(variable, torch.Tensor) else None
+
+
+def node_facts(node: Node) -> tuple[str, str, int, torch.Tensor | None]:
+    """What gradviz notes of every node at once: its type's name, ``name()``, the
+    ``_sequence_nr()`` (a creation counter: the engine runs the ready node with the highest
+    first) and the leaf tensor of an ``AccumulateGrad`` (else None)."""
+    type_name = type(node).__name__
+    leaf = None
+    if type_name == "AccumulateGrad":
+        variable = node.variable
+        leaf = variable if isinstance(variable, torch.Tensor) else None
+    return type_name, str(node.name()), int(node._sequence_nr()), leaf
 
 
 def gradient_edge(tensor: torch.Tensor) -> tuple[Node, int]:

@@ -33,25 +33,25 @@ _Source = tuple[torch.Tensor, int] | None
 class LiveTensorRecord(TensorRecord):
     """A ``TensorRecord`` of a live tensor whose summaries are computed on first use.
 
-    Built like a ``TensorRecord`` with ``data=None, grad=None``; ``pending`` then names
-    the tensors to summarize. Once computed (or set), a value stays.
+    Built by ``made``, which notes the tensor and its ``.grad`` (with their versions) to
+    summarize. Once computed (or set), a value stays.
     """
 
     _data_from: _Source = None
     _grad_from: _Source = None
 
     @classmethod
-    def made(cls, data: torch.Tensor, grad: torch.Tensor | None, **fields: Any) -> LiveTensorRecord:
-        """``cls(**fields, data=None, grad=None).pending(data, grad)`` without the dataclass
-        ``__init__`` (its property setters cost more than the rest of a record)."""
+    def made(
+        cls, data: tuple[torch.Tensor, int], grad: torch.Tensor | None, **fields: Any
+    ) -> LiveTensorRecord:
+        """``cls(**fields, data=None, grad=None)``, its summaries pending, without the
+        dataclass ``__init__`` (its property setters cost more than the rest of a record);
+        ``data`` is the tensor and its ``_version`` (the caller has read it already)."""
         record = object.__new__(cls)
         record.__dict__.update(fields, data=None, grad=None)
-        return record.pending(data, grad)
-
-    def pending(self, data: torch.Tensor, grad: torch.Tensor | None) -> LiveTensorRecord:
-        self._data_from = (data, _autograd.version(data))
-        self._grad_from = None if grad is None else (grad, _autograd.version(grad))
-        return self
+        record._data_from = data
+        record._grad_from = None if grad is None else (grad, _autograd.version(grad))
+        return record
 
     @property
     def data(self) -> Summary | None:
@@ -120,14 +120,26 @@ class LiveNode(Node):
     def made(
         cls,
         reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]],
-        **fields: Any,
+        id: str,
+        type_name: str,
+        name: str,
+        sequence_nr: int,
+        torch_node: Any,
+        leaf_tensor: Any,
     ) -> LiveNode:
-        """A node with ``Node``'s fields (``id``, ``type_name``, ``name``, ``sequence_nr``,
-        ``torch_node``, ``leaf_tensor``) whose saved values ``reader`` reads on first use.
-        Built without the dataclass ``__init__``, whose property setters took half a
-        walk's time per node."""
+        """A node with ``Node``'s fields whose saved values ``reader`` reads on first use.
+        Built without the dataclass ``__init__`` (its property setters took half a walk's
+        time per node); ``saved`` and ``saved_freed`` are properties, so left unset."""
         node = object.__new__(cls)
-        node.__dict__.update(fields, saved=(), saved_freed=False, _saved_from=reader)
+        node.__dict__.update(
+            id=id,
+            type_name=type_name,
+            name=name,
+            sequence_nr=sequence_nr,
+            torch_node=torch_node,
+            leaf_tensor=leaf_tensor,
+            _saved_from=reader,
+        )
         return node
 
     def pending(

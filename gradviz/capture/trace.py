@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,7 +15,16 @@ from gradviz.capture import _autograd
 from gradviz.capture._own_ops import own_ops
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
-from gradviz.model.graph import Edge, Graph, Node, SavedStorages, SavedValue, TensorRecord
+from gradviz.model.graph import (
+    Edge,
+    EdgeRow,
+    Graph,
+    Node,
+    NodeRow,
+    SavedStorages,
+    SavedValue,
+    TensorRecord,
+)
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
 from gradviz.model.values import Role, Summary
 
@@ -151,11 +160,14 @@ class _Walker:
         self.roots = roots
         self.named = named
         self.ids: dict[Any, str] = {}  # live torch node -> id; keys keep nodes alive
-        self.nodes: list[Node] = []
-        self.edges: list[Edge] = []
+        self.torch_nodes: list[Any] = []  # in visit order
+        self.rows: list[NodeRow] = []
+        self.edges: list[EdgeRow] = []
+        self.leaves: list[torch.Tensor] = []  # each AccumulateGrad's leaf, in visit order
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
         self.leaf_nodes: dict[int, str] = {}
         self.saved = _SavedReader()
+        self.device_names: dict[torch.device, str] = {}  # str(device) builds a new string
         self.read_saved = self.saved.read  # one bound method for all nodes
 
     def walk(self) -> Graph:
@@ -163,7 +175,7 @@ class _Walker:
         ids = self.ids
         visit = self._visit
         edges = self.edges
-        made_edge = Edge.made
+        next_functions = _autograd.next_functions
         queue: deque[Any] = deque()
         root_ids: list[str] = []
         for torch_node, _ in root_edges:
@@ -174,57 +186,49 @@ class _Walker:
         while queue:
             torch_node = queue.popleft()
             src = ids[torch_node]
-            for slot, (child, input_nr) in enumerate(_autograd.next_functions(torch_node)):
-                dst = None
-                if child is not None:
+            for slot, (child, input_nr) in enumerate(next_functions(torch_node)):
+                if child is None:
+                    dst = None
+                else:
                     dst = ids.get(child)
                     if dst is None:
                         dst = visit(child)
                         queue.append(child)
-                edges.append(made_edge(src, slot, dst, int(input_nr)))
+                edges.append((src, slot, dst, input_nr))
         tensors = self._tensor_records()
-        graph = Graph(self.nodes, edges, _unique(root_ids), tensors)
+        build = _object_builder(self.torch_nodes, edges, self.read_saved)
+        graph = Graph.from_rows(self.rows, edges, build, _unique(root_ids), tensors)
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
         graph.saved_storages_source = self.saved.storages
         return graph
 
     def _visit(self, torch_node: Any) -> str:
-        """Structure only: the node's saved values are read on first use (``_read_saved``)."""
-        node_id = f"n{len(self.nodes)}"
+        """Structure only: the ``Node`` objects are built on first use (``_object_builder``),
+        their saved values read on first use after that (``_SavedReader``)."""
+        node_id = f"n{len(self.torch_nodes)}"
         self.ids[torch_node] = node_id
-        leaf = _autograd.leaf_variable(torch_node)
-        if leaf is not None:
-            self.leaf_nodes.setdefault(id(leaf), node_id)
-        self.nodes.append(
-            LiveNode.made(
-                self.read_saved,
-                id=node_id,
-                type_name=type(torch_node).__name__,
-                name=_autograd.node_name(torch_node),
-                sequence_nr=_autograd.sequence_nr(torch_node),
-                torch_node=torch_node,
-                leaf_tensor=leaf,
-            )
-        )
+        self.torch_nodes.append(torch_node)
+        type_name = type(torch_node).__name__
+        self.rows.append((node_id, type_name))
+        if type_name == "AccumulateGrad":
+            leaf = _autograd.leaf_variable(torch_node)
+            if leaf is not None:
+                self.leaves.append(leaf)
+                self.leaf_nodes.setdefault(id(leaf), node_id)
         return node_id
 
     def _tensor_records(self) -> list[TensorRecord]:
         records: list[TensorRecord] = []
         seen: set[int] = set()
-
-        def add(tensor: torch.Tensor, is_root: bool = False) -> None:
-            if id(tensor) in seen:
-                return
-            seen.add(id(tensor))
-            records.append(self._record(f"t{len(records)}", tensor, is_root))
-
-        for root in self.roots:
-            add(root, is_root=True)
-        for node in self.nodes:
-            if node.leaf_tensor is not None:
-                add(node.leaf_tensor)
-        for _, tensor in self.named.values():
-            add(tensor)
+        record = self._record
+        named = [tensor for _, tensor in self.named.values()]
+        # roots first, then leaves in visit order, then the other named tensors; once each
+        for is_root, tensors in ((True, self.roots), (False, self.leaves), (False, named)):
+            for tensor in tensors:
+                key = id(tensor)
+                if key not in seen:
+                    seen.add(key)
+                    records.append(record(f"t{len(records)}", tensor, is_root))
         return records
 
     def _record(self, record_id: str, tensor: torch.Tensor, is_root: bool) -> TensorRecord:
@@ -251,17 +255,22 @@ class _Walker:
             role = Role.BRANCH
         grad = tensor.grad if (is_leaf or tensor.retains_grad) else None
         grad_fn = tensor.grad_fn
+        version = _autograd.version(tensor)
+        device = tensor.device
+        device_name = self.device_names.get(device)
+        if device_name is None:
+            device_name = self.device_names[device] = str(device)
         return LiveTensorRecord.made(
-            tensor,
+            (tensor, version),
             grad,
             id=record_id,
             name=name,
             shape=tuple(tensor.shape),
             dtype=dtype_name(tensor.dtype),
-            device=str(tensor.device),
+            device=device_name,
             requires_grad=requires_grad,
             is_leaf=is_leaf,
-            version=_autograd.version(tensor),
+            version=version,
             grad_fn=None if grad_fn is None else type(grad_fn).__name__,
             role=role,
             node_id=node_id,
@@ -269,6 +278,30 @@ class _Walker:
             is_root=is_root,
             tensor=tensor,
         )  # data and grad: summarized on demand (gradviz.capture.ondemand)
+
+
+def _object_builder(
+    torch_nodes: list[Any],
+    edge_rows: list[EdgeRow],
+    reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]],
+) -> Callable[[], tuple[list[Node], list[Edge]]]:
+    """Builds a walk's ``Node`` (ids in visit order) and ``Edge`` objects when the graph
+    first needs them; it holds the live torch nodes until then (and no ``Graph``: no cycle)."""
+
+    def build() -> tuple[list[Node], list[Edge]]:
+        nodes: list[Node] = []
+        with gc_paused():  # many small objects: see gc_paused
+            for index, torch_node in enumerate(torch_nodes):
+                type_name, name, sequence_nr, leaf = _autograd.node_facts(torch_node)
+                node_id = f"n{index}"
+                nodes.append(
+                    LiveNode.made(reader, node_id, type_name, name, sequence_nr, torch_node, leaf)
+                )
+            made = Edge.made
+            edges = [made(*row) for row in edge_rows]
+        return nodes, edges
+
+    return build
 
 
 _SCALARS = (int, bool, float, str, type(None))

@@ -151,7 +151,10 @@ class TensorRecord:
             return self.name
         if self.is_root:
             return "root"
-        return {Role.LEAF: "leaf", Role.CONSTANT: "constant"}.get(self.role, "tensor")
+        role = self.role
+        if role is Role.LEAF:
+            return "leaf"
+        return "constant" if role is Role.CONSTANT else "tensor"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -193,8 +196,24 @@ class TensorRecord:
         )
 
 
+# a node as a drawing of its type needs it: (id, type_name); an edge: (src, slot, dst, input_nr)
+NodeRow = tuple[str, str]
+EdgeRow = tuple[str, int, str | None, int]
+
+
 class Graph:
-    """A traced backward graph: nodes in visit order, edges in slot order, tensor records."""
+    """A traced backward graph: nodes in visit order, edges in slot order, tensor records.
+
+    A graph fresh from ``trace()`` holds its nodes and edges as plain rows and builds the
+    ``Node`` and ``Edge`` objects on first use of ``nodes`` or ``edges``: a drawing of the
+    structure reads the rows (``node_rows``, ``edge_rows``) and needs no objects.
+    """
+
+    _nodes: list[Node] | None
+    _edges: list[Edge] | None
+    _node_rows: list[NodeRow]
+    _edge_rows: list[EdgeRow]
+    _build: Callable[[], tuple[list[Node], list[Edge]]] | None
 
     def __init__(
         self,
@@ -203,17 +222,60 @@ class Graph:
         root_ids: list[str],
         tensors: list[TensorRecord],
     ) -> None:
-        self.nodes = nodes
-        self.edges = edges
+        self._nodes, self._edges = nodes, edges
+        self._node_rows, self._edge_rows, self._build = [], [], None
+        self._start(root_ids, tensors)
+
+    @classmethod
+    def from_rows(
+        cls,
+        node_rows: list[NodeRow],
+        edge_rows: list[EdgeRow],
+        build: Callable[[], tuple[list[Node], list[Edge]]],
+        root_ids: list[str],
+        tensors: list[TensorRecord],
+    ) -> Graph:
+        """A graph whose nodes and edges ``build()`` makes on first use (one per row, in
+        order); until then drawings read the rows."""
+        graph = cls.__new__(cls)
+        graph._nodes, graph._edges = None, None
+        graph._node_rows, graph._edge_rows, graph._build = node_rows, edge_rows, build
+        graph._start(root_ids, tensors)
+        return graph
+
+    def _built(self) -> tuple[list[Node], list[Edge]]:
+        if self._nodes is None or self._edges is None:
+            assert self._build is not None
+            self._nodes, self._edges = self._build()
+            # the builder holds the live torch nodes (now the nodes do), the rows are spent
+            self._build, self._node_rows, self._edge_rows = None, [], []
+        return self._nodes, self._edges
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self._nodes if self._nodes is not None else self._built()[0]
+
+    @property
+    def edges(self) -> list[Edge]:
+        return self._edges if self._edges is not None else self._built()[1]
+
+    def node_rows(self) -> list[NodeRow] | None:
+        """Each node's (id, type_name) while no ``Node`` object is built; None after (the
+        objects then decide: they may carry saved values or folded contents)."""
+        return self._node_rows if self._nodes is None else None
+
+    def edge_rows(self) -> list[EdgeRow]:
+        """Each edge as (src, slot, dst, input_nr), in ``edges`` order."""
+        if self._edges is None:
+            return self._edge_rows
+        return [(e.src, e.slot, e.dst, e.input_nr) for e in self._edges]
+
+    def _start(self, root_ids: list[str], tensors: list[TensorRecord]) -> None:
         self.root_ids = root_ids
         self.tensors = tensors
-        self._by_id = {node.id: node for node in nodes}
-        self._out: dict[str, list[Edge]] = {node.id: [] for node in nodes}
-        self._in: dict[str, list[Edge]] = {node.id: [] for node in nodes}
-        for edge in edges:
-            self._out[edge.src].append(edge)
-            if edge.dst is not None:
-                self._in[edge.dst].append(edge)
+        # node id -> node, out edges, in edges: built on the first lookup (a drawing needs none)
+        self._lookups: tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]] | None
+        self._lookups = None
         self.prefix = "g" + hashlib.sha1(utf8(self._structure_key())).hexdigest()[:8]
         # what gradviz.watch() saw of the forward pass, when the graph was traced under it
         self.forward: Forward | None = None
@@ -259,16 +321,31 @@ class Graph:
         self._checkpointed = value
 
     # -- lookups -------------------------------------------------------------------------
+    def _indexed(
+        self,
+    ) -> tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]]:
+        """The nodes by id and each node's out and in edges, built on first use."""
+        if self._lookups is None:
+            by_id = {node.id: node for node in self.nodes}
+            out: dict[str, list[Edge]] = {node_id: [] for node_id in by_id}
+            into: dict[str, list[Edge]] = {node_id: [] for node_id in by_id}
+            for edge in self.edges:
+                out[edge.src].append(edge)
+                if edge.dst is not None:
+                    into[edge.dst].append(edge)
+            self._lookups = by_id, out, into
+        return self._lookups
+
     def node(self, node_id: str) -> Node:
-        return self._by_id[node_id]
+        return self._indexed()[0][node_id]
 
     def out_edges(self, node_id: str) -> list[Edge]:
         """The node's ``next_functions`` entries, in slot order."""
-        return self._out[node_id]
+        return self._indexed()[1][node_id]
 
     def in_edges(self, node_id: str) -> list[Edge]:
         """The edges whose gradients flow into the node, in visit order."""
-        return self._in[node_id]
+        return self._indexed()[2][node_id]
 
     def tensors_at(self, node_id: str) -> list[TensorRecord]:
         """The tensor records attached to a node (its outputs, or the leaf it feeds)."""
@@ -283,9 +360,8 @@ class Graph:
 
     def is_multi_output(self, node_id: str) -> bool:
         """True when edges reach more than one output of the node (unbind, split, ...)."""
-        return len({edge.input_nr for edge in self._in[node_id]}) > 1 or any(
-            edge.input_nr > 0 for edge in self._in[node_id]
-        )
+        into = self._indexed()[2][node_id]
+        return len({edge.input_nr for edge in into}) > 1 or any(edge.input_nr > 0 for edge in into)
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes)
@@ -294,8 +370,12 @@ class Graph:
         return len(self.nodes)
 
     def _structure_key(self) -> str:
-        parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
-        parts += [f"{e.src}.{e.slot}>{e.dst}.{e.input_nr}" for e in self.edges]
+        rows = self.node_rows()
+        if rows is None:
+            parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
+        else:  # the same text, joined in one call per row
+            parts = list(map(":".join, rows))
+        parts += [f"{src}.{slot}>{dst}.{input_nr}" for src, slot, dst, input_nr in self.edge_rows()]
         parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
         return "|".join(parts)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from gradviz.errors import InvalidInput
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
-from gradviz.model.graph import Edge, Graph, Node, TensorRecord
+from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
@@ -73,25 +73,30 @@ _DOT_IDS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]{0,63}\n)*")
 _PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
+# a keyword on a line of its own, in lower case (searched for in lowered text)
+_KEYWORD_LINE = re.compile("\n(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")\n")
+
+
 def _all_plain(ids: list[object]) -> bool:
     """Whether every id is a plain identifier (what ``dot_id`` lets through), at once."""
+    if not ids:
+        return True
     if not set(map(type, ids)) <= {str}:
         return False
-    joined = "".join([f"{i}\n" for i in ids])
+    joined = "\n".join(ids) + "\n"  # type: ignore[arg-type]  # all str: checked above
     if _DOT_IDS.fullmatch(joined) is None:
         return False
-    return _DOT_KEYWORDS.isdisjoint(joined.lower().split("\n"))
+    return _KEYWORD_LINE.search("\n" + joined.lower()) is None
 
 
 def _multi_output_nodes(graph: Graph) -> set[str]:
     """``Graph.is_multi_output`` for every node, in one pass over the edges."""
     first: dict[str, int] = {}
     multi: set[str] = set()
-    for edge in graph.edges:
-        dst = edge.dst
+    for _, _, dst, input_nr in graph.edge_rows():
         if dst is None:
             continue
-        if edge.input_nr > 0 or first.setdefault(dst, edge.input_nr) != edge.input_nr:
+        if input_nr > 0 or first.setdefault(dst, input_nr) != input_nr:
             multi.add(dst)
     return multi
 
@@ -99,9 +104,11 @@ def _multi_output_nodes(graph: Graph) -> set[str]:
 def check_ids(graph: Graph) -> None:
     """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
     built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
-    ids: list[object] = [node.id for node in graph.nodes]
-    ids += [edge.src for edge in graph.edges]
-    ids += [edge.dst for edge in graph.edges if edge.dst is not None]
+    rows = graph.node_rows()
+    ids: list[object] = [node.id for node in graph.nodes] if rows is None else [r[0] for r in rows]
+    edges = graph.edge_rows()
+    ids += [edge[0] for edge in edges]
+    ids += [edge[2] for edge in edges if edge[2] is not None]
     ids += [record.id for record in graph.tensors]
     ids += [record.node_id for record in graph.tensors if record.node_id is not None]
     if graph.forward is not None:
@@ -183,14 +190,25 @@ class _DotWriter:
         self._multi_output = _multi_output_nodes(graph)
         self._role_cache: dict[Role, tuple[str, str]] = {}
         self._type_cache: dict[str, tuple[str, str | None]] = {}
+        # the text after a plain node's id, per node type (the type escaped once per drawing)
+        self._node_tails: dict[str, str] = {}
+        # a tensor box's escaped name and tooltip attribute, per label; its shape line, per
+        # (shape, dtype): a model's leaves repeat a few of each
+        self._label_cache: dict[str, tuple[str, str]] = {}
+        self._shape_cache: dict[tuple[tuple[int, ...], str], str] = {}
+        self._offgraph_tail: str | None = None
+        self._box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
         self._roots()
-        for node in self.graph.nodes:
-            self._node(node)
-        for edge in self.graph.edges:
-            self._edge(edge)
+        rows = self.graph.node_rows()
+        if rows is not None and not self.options.saved:  # fresh from trace(): plain nodes
+            self._plain_nodes(rows)
+        else:
+            for node in self.graph.nodes:
+                self._node(node)
+        self._edges()
         self._tensors()
         if self.options.legend:
             self._legend()
@@ -220,10 +238,54 @@ class _DotWriter:
             self._type_cache[type_name] = cached
         return cached
 
+    def _node_tail(self, type_name: str) -> str:
+        """What follows the id of a node drawn with its type only (no saved values, not
+        folded): the same for every node of the type, so written once per drawing."""
+        tail = self._node_tails.get(type_name)
+        if tail is None:
+            title, whole = self._type_text(type_name)
+            more = " " if whole is None else f" tooltip={whole} "
+            tail = f'class="gv_node" shape="box" label=<{title}>{more}{self._node_style}'
+            self._node_tails[type_name] = tail
+        return tail
+
+    def _plain_nodes(self, rows: list[NodeRow]) -> None:
+        """Nodes drawn with their type only, from (id, type_name) rows: ``_node``'s lines."""
+        tail = self._node_tail
+        prefix = self.prefix
+        append = self.lines.append
+        if not self._plain_ids:
+            for node_id, type_name in rows:
+                append(f"  {node_id} [id={dot_quote(f'{prefix}_{node_id}')} {tail(type_name)}];")
+            return
+        for node_id, type_name in rows:
+            append(f'  {node_id} [id="{prefix}_{node_id}" {tail(type_name)}];')
+
+    def _edges(self) -> None:
+        """Every edge, the usual ones (no label, width or head label) written directly."""
+        options = self.options
+        if options.edge_labels or options.edge_styles or not self._plain_ids:
+            for edge in self.graph.edges:
+                self._edge(edge)
+            return
+        multi = self._multi_output
+        prefix = self.prefix
+        append = self.lines.append
+        for src, slot, dst, input_nr in self.graph.edge_rows():
+            if dst is None or dst in multi:
+                self._edge(Edge.made(src, slot, dst, input_nr))
+            else:
+                append(f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];')
+
     def _node(self, node: Node) -> None:
+        folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
+        if not folded and not self.options.saved:  # the usual node: its type's template
+            node_id = node.id
+            tail = self._node_tail(node.type_name)
+            self.lines.append(f"  {node_id} [id={self._id(f'{self.prefix}_{node_id}')} {tail}];")
+            return
         title, whole = self._type_text(node.type_name)
         rows = [title]
-        folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
         if folded:
             lines = folded.split("\n")
             if len(lines) > MAX_FOLDED_LINES:  # a box of readable size, whatever the block
@@ -252,30 +314,14 @@ class _DotWriter:
         label = self._grad_label(edge_labels.get(edge.key)) if edge_labels else None
         if edge.dst is None:
             off_id = f"c_{edge.src}_{edge.slot}"
-            style = self._style(self.theme.constant)
             self.lines.append(
-                f"  {off_id} "
-                + _attrs(
-                    id=f"{self.prefix}_c_{edge.src}_{edge.slot}",
-                    class_="gv_offgraph",
-                    shape="box",
-                    label='<<FONT POINT-SIZE="9">None</FONT>>',
-                    height=0.25,
-                    width=0.4,
-                    margin="0.05,0.02",
-                    **style,
-                )
-                + ";"
+                f"  {off_id} [id={dot_quote(f'{self.prefix}_{off_id}')} {self._offgraph()}];"
             )
+            edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+            label_attribute = "" if label is None else f" label={label}"
             self.lines.append(
-                f"  {edge.src} -> {off_id} "
-                + _attrs(
-                    id=f"{self.prefix}_e_{edge.src}_{edge.slot}",
-                    class_="gv_edge gv_none",
-                    style="dashed",
-                    label=label,
-                )
-                + ";"
+                f"  {edge.src} -> {off_id} [id={edge_id} "
+                f'class="gv_edge gv_none" style="dashed"{label_attribute}];'
             )
             return
         multi = edge.dst in self._multi_output
@@ -303,6 +349,22 @@ class _DotWriter:
             )
             + ";"
         )
+
+    def _offgraph(self) -> str:
+        """The attributes after the id of an off-graph input's box, the same for all."""
+        if self._offgraph_tail is None:
+            self._offgraph_tail = _attr_list(
+                {
+                    "class": "gv_offgraph",
+                    "shape": "box",
+                    "label": '<<FONT POINT-SIZE="9">None</FONT>>',
+                    "height": 0.25,
+                    "width": 0.4,
+                    "margin": "0.05,0.02",
+                    **self._style(self.theme.constant),
+                }
+            )
+        return self._offgraph_tail
 
     def _grad_label(self, text: str | None) -> str | None:
         """A gradient shown on an edge: one line, so the SVG holds it as one <text>."""
@@ -338,13 +400,13 @@ class _DotWriter:
             self._role_cache[role] = cached
         return cached
 
-    def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
-        style, link_colour = self._role_attrs(record.role)
-        name = html_text(record.label)
+    def _box_tail(self, record: TensorRecord, compact: bool, style: str) -> str:
+        """What follows a tensor box's id: its class, label, tooltip and style."""
         if compact:
+            name, more = self._label_text(record.label)
             text = f"<B>{name}</B>"
             if self.options.shapes and not self.options.values:
-                value = html_text(_shape_line(record), None)
+                value = self._shape_text(record)
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             elif self.options.shapes and record.data is not None:
                 value = html_text(_value_line(record), None)
@@ -352,30 +414,61 @@ class _DotWriter:
             label = f"<{text}>"
         else:
             label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
-        whole = tooltip(record.label) if compact else tooltip(record.label, record.grad_fn)
-        more = "" if whole is None else f" tooltip={dot_quote(whole)}"
-        self.lines.append(
-            f"  {record.id} [id={self._id(f'{self.prefix}_{record.id}')} "
-            f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} '
-            f"{style}];"
-        )
-        if record.node_id is None:
+            whole = tooltip(record.label, record.grad_fn)
+            more = "" if whole is None else f" tooltip={dot_quote(whole)}"
+        return f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} {style}'
+
+    def _label_text(self, label: str) -> tuple[str, str]:
+        """A tensor box's name escaped and its tooltip attribute ("" when it shows whole),
+        once per name and drawing."""
+        cached = self._label_cache.get(label)
+        if cached is None:
+            whole = tooltip(label)
+            cached = (html_text(label), "" if whole is None else f" tooltip={dot_quote(whole)}")
+            self._label_cache[label] = cached
+        return cached
+
+    def _shape_text(self, record: TensorRecord) -> str:
+        """``_shape_line`` escaped, once per shape and dtype and drawing."""
+        key = (tuple(record.shape), record.dtype)
+        text = self._shape_cache.get(key)
+        if text is None:
+            text = self._shape_cache[key] = html_text(_shape_line(record), None)
+        return text
+
+    def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
+        role = record.role
+        style, link_colour = self._role_attrs(role)
+        if compact and not (self.options.shapes and self.options.values):
+            # no values shown: a box of one role, name, shape and dtype is written once
+            key = (role, record.label, tuple(record.shape), record.dtype)
+            tail = self._box_tails.get(key)
+            if tail is None:
+                tail = self._box_tails[key] = self._box_tail(record, compact, style)
+        else:
+            tail = self._box_tail(record, compact, style)
+        record_id = record.id
+        prefix = self.prefix
+        self.lines.append(f"  {record_id} [id={self._id(f'{prefix}_{record_id}')} {tail}];")
+        node_id = record.node_id
+        if node_id is None:
             return
-        grad_label = self._grad_label(self.options.link_labels.get(record.id))
+        link_labels = self.options.link_labels
+        grad_label = self._grad_label(link_labels.get(record_id)) if link_labels else None
         link = (
-            f"[id={self._id(f'{self.prefix}_l_{record.id}')} "
+            f"[id={self._id(f'{prefix}_l_{record_id}')} "
             f'class="gv_link" style="dashed" {link_colour}'
             + ("" if grad_label is None else f" label={grad_label}")
             + "]"
         )
-        if record.role is Role.LEAF and not record.is_root:
+        if role is Role.LEAF and not record.is_root:
             # AccumulateGrad writes into the leaf's .grad: draw it flowing there.
-            self.lines.append(f"  {record.node_id} -> {record.id} {link};")
+            self.lines.append(f"  {node_id} -> {record_id} {link};")
         elif self.options.view == "combined":
-            self.lines.append(f"  {record.id} -> {record.node_id} {link};")
-            self.lines.append(f"  {{rank=same; {record.id}; {record.node_id};}}")
+            self.lines.append(f"  {record_id} -> {node_id} {link};")
+            self.lines.append(f"  {{rank=same; {record_id}; {node_id};}}")
         else:
-            self.lines.append(f"  {record.id} -> {record.node_id} {link};")
+            self.lines.append(f"  {record_id} -> {node_id} {link};")
 
     def _legend(self) -> None:
         """One sample per role, drawn with the very attributes that role's boxes get
