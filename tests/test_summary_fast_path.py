@@ -38,7 +38,12 @@ def cases() -> list[torch.Tensor]:
     with_nan[3] = math.nan
     with_inf = torch.randn(40, 30)
     with_inf[2, 7] = -math.inf
+    big_nan = torch.randn(70_000)  # past NUMPY_MAX: torch's aminmax, sum and dot
+    big_nan[5] = math.nan
+    big_inf = torch.randn(300, 300)
+    big_inf[7, 2] = math.inf
     out += [with_nan, with_inf, with_inf.t(), torch.randn(1000) * 1e18]
+    out += [big_nan, big_inf, big_inf.t(), torch.randn(70_000) * 1e18]
     out.append(torch.randn(8, 9, requires_grad=True))
     return out
 
