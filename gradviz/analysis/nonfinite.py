@@ -72,6 +72,10 @@ def find_origins(recording: Recording) -> None:
             return ""  # its norm is finite: so is every value
         return nonfinite_kind(value)
 
+    if _all_finite(recording.steps, kind_of):  # the usual case: nothing to look for
+        for step in recording.steps:
+            step.nonfinite_origin = step.nonfinite_sum = ()
+        return
     for step in recording.steps:
         sent = [(slot, kind_of(value)) for slot, value in enumerate(step.grad_inputs)]
         bad = tuple((slot, kind) for slot, kind in sent if kind)
@@ -80,6 +84,19 @@ def find_origins(recording: Recording) -> None:
         else:
             step.nonfinite_origin = ()
         step.nonfinite_sum = _overflowed_sums(recording, step, kind_of)
+
+
+def _all_finite(steps: list[Step], kind_of: Callable[[GradValue | None], str | None]) -> bool:
+    """Whether no step sent or received a value known to hold NaN or Inf."""
+    for step in steps:
+        for values in (step.grad_inputs, step.grad_outputs):
+            for value in values:
+                if isinstance(value, Summary):
+                    if value.nan or value.inf:
+                        return False
+                elif value is not None and kind_of(value):
+                    return False
+    return True
 
 
 def _overflowed_sums(
