@@ -97,7 +97,9 @@ def record(
     """
     arguments.check_options(keep, memory_budget)
     input_list = None if inputs is None else arguments.input_list(inputs, "inputs")
-    with own_ops():  # inside watch(): gradviz's ops are not the user's forward pass
+    # inside watch(): gradviz's ops are not the user's forward pass; the collector paused
+    # over the whole recording (not per phase: each resume collected what the last made)
+    with own_ops(), gc_paused():
         graph = trace(*roots, params=params, names=names)
         recorder = _Recorder(
             graph, keep, create_graph, mode="backward", memory_budget=memory_budget
@@ -139,7 +141,9 @@ def record_grad(
     arguments.check_options(keep, memory_budget)
     roots = arguments.as_tuple(outputs)
     input_tuple = arguments.input_list(inputs, "inputs")
-    with own_ops():  # inside watch(): gradviz's ops are not the user's forward pass
+    # inside watch(): gradviz's ops are not the user's forward pass; the collector paused
+    # over the whole recording (not per phase: each resume collected what the last made)
+    with own_ops(), gc_paused():
         graph = trace(*roots, params=params, names=names)
         recorder = _Recorder(graph, keep, create_graph, mode="grad", memory_budget=memory_budget)
         seeds = arguments.seeds(roots, grad_outputs, "grad_outputs")
