@@ -97,7 +97,9 @@ def record(
     """
     arguments.check_options(keep, memory_budget)
     input_list = None if inputs is None else arguments.input_list(inputs, "inputs")
-    with own_ops():  # inside watch(): gradviz's ops are not the user's forward pass
+    # inside watch(): gradviz's ops are not the user's forward pass; the collector paused
+    # over the whole recording (not per phase: each resume collected what the last made)
+    with own_ops(), gc_paused():
         graph = trace(*roots, params=params, names=names)
         recorder = _Recorder(
             graph, keep, create_graph, mode="backward", memory_budget=memory_budget
@@ -139,7 +141,9 @@ def record_grad(
     arguments.check_options(keep, memory_budget)
     roots = arguments.as_tuple(outputs)
     input_tuple = arguments.input_list(inputs, "inputs")
-    with own_ops():  # inside watch(): gradviz's ops are not the user's forward pass
+    # inside watch(): gradviz's ops are not the user's forward pass; the collector paused
+    # over the whole recording (not per phase: each resume collected what the last made)
+    with own_ops(), gc_paused():
         graph = trace(*roots, params=params, names=names)
         recorder = _Recorder(graph, keep, create_graph, mode="grad", memory_budget=memory_budget)
         seeds = arguments.seeds(roots, grad_outputs, "grad_outputs")
@@ -282,36 +286,31 @@ class _Recorder:
         entry = self.seen.get(key)
         if entry is not None and entry[0]() is value and entry[1] == value._version:
             return entry[2]
-        kept: GradValue | None = None
-        if self.keep == "summary":
-            kept = self._kept_view(value)
-            if kept is None:
-                kept = summarize(value)
-                self._remember_region(value, kept)
-        else:
-            kept = self.kept(value)
+        kept = self._summary(value) if self.keep == "summary" else self.kept(value)
         if kept is not None:
             self.seen[key] = (weakref.ref(value), value._version, kept)
         return kept
 
-    def _kept_view(self, value: torch.Tensor) -> Summary | None:
-        """The summary of a view of memory summarized before (``TBackward`` passes on a
-        transpose of what it received): that summary's statistics, no new passes."""
+    def _summary(self, value: torch.Tensor) -> Summary:
+        """``summarize(value)``; for a view of memory summarized before (``TBackward``
+        passes on a transpose of what it received) that summary's statistics, no new
+        passes. A summary of a whole memory is kept for its other views."""
         root = value._base
         if root is None:
             root = value
-        entry = self.regions.get(id(root))
-        if entry is None or entry[0]() is not root or entry[1] != root._version:
-            return None
-        return summarize_view(value, entry[2]) if covers(value, root) else None
-
-    def _remember_region(self, value: torch.Tensor, kept: Summary) -> None:
-        """Keep ``kept``'s statistics for other views of the same memory."""
-        root = value._base
-        if root is None:
-            root = value
+        regions = self.regions
+        entry = regions.get(id(root))
+        if (
+            entry is not None
+            and entry[0]() is root
+            and entry[1] == root._version
+            and covers(value, root)
+        ):
+            return summarize_view(value, entry[2])
+        kept = summarize(value)
         if not kept.complete and kept.min is not None and covers(value, root):
-            self.regions[id(root)] = (weakref.ref(root), root._version, kept)
+            regions[id(root)] = (weakref.ref(root), root._version, kept)
+        return kept
 
     def set_seeds(self, roots: tuple[torch.Tensor, ...], seeds: tuple[torch.Tensor, ...]) -> None:
         """What enters each root node before any node runs (summed when roots share one)."""
@@ -382,9 +381,6 @@ class _Recorder:
         failed_inside = self.failed_inside
         kept_once = self.kept_once
         kept = self.kept
-        # called from the node's one hook after it ran (gradviz.capture.hooks): the leaf had no
-        # .grad before, and reading it now would give the one after
-        late = node_id in self.one_hook_nodes
 
         def prehook(grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
             task = current_task()
@@ -394,7 +390,7 @@ class _Recorder:
                 steps = task.steps
                 step = Step(len(steps) + 1, node_id, type_name, tuple(map(kept_once, grad_outputs)))
                 # no strong references to the raw gradients: autograd may steal or reuse them
-                if leaf is not None and not late:
+                if leaf is not None:
                     step.leaf_grad_before = kept(leaf.grad)
                 for record_id, tensor in retained:
                     if tensor.retains_grad and tensor.grad is not None:
@@ -425,6 +421,46 @@ class _Recorder:
 
         return prehook, hook
 
+    def one_hook_for(self, node: Node) -> PostHook:
+        """The node's one hook after it ran (``gradviz.capture.hooks``): what ``hooks_for``'s
+        prehook and hook record, in one call (half of a small node's cost was the calls)."""
+        node_id = node.id
+        type_name = node.type_name
+        leaf = node.leaf_tensor
+        retained = self.retained.get(node_id, ())
+        current_task = self.current_task
+        failed_inside = self.failed_inside
+        kept_once = self.kept_once
+        kept = self.kept
+
+        def hook(
+            grad_inputs: tuple[torch.Tensor | None, ...],
+            grad_outputs: tuple[torch.Tensor | None, ...],
+        ) -> None:
+            task = current_task()
+            if task is None:
+                return  # another backward on the same graph
+            steps = task.steps
+            try:
+                step = Step(len(steps) + 1, node_id, type_name, tuple(map(kept_once, grad_outputs)))
+                for record_id, tensor in retained:
+                    if tensor.retains_grad and tensor.grad is not None:
+                        step.retained[record_id] = kept(tensor.grad)  # type: ignore[assignment]
+                steps.append(step)
+            except Exception as error:  # gradviz's own failure must not stop the backward
+                failed_inside(f"before {type_name} ({node_id})", error)
+                return
+            try:
+                step.grad_inputs = tuple(map(kept_once, grad_inputs))
+                if leaf is not None:
+                    step.leaf_grad_after = _leaf_grad_after(step, leaf, kept_once)
+                step.finished = True
+            except Exception as error:  # gradviz's own failure must not stop the backward
+                step.finished = True  # the node itself ran
+                failed_inside(f"after {type_name} ({node_id})", error)
+
+        return hook
+
     def before_user_hooks(self, node_id: str) -> PostHook:
         """A hook that runs before the user's own hooks of the node: what the op itself
         sent, so that a hook's change shows instead of passing for the op's result."""
@@ -452,13 +488,14 @@ class _Recorder:
         """One hook on each node where that is enough, else a prehook and a hook
         (``gradviz.capture.hooks``); each handle is stored as soon as it exists."""
         hooks_for = self.hooks_for
+        one_hook_for = self.one_hook_for
         retained = self.retained
         for node in self.graph.nodes:
             torch_node = node.torch_node
             retains = any(tensor.retains_grad for _, tensor in retained.get(node.id, ()))
             if one_hook_will_do(node, retains):
                 self.one_hook_nodes.add(node.id)
-                handle = handles.add(torch_node.register_hook(_in_one(*hooks_for(node))))
+                handle = handles.add(torch_node.register_hook(one_hook_for(node)))
                 if not _autograd.has_other_hooks(handle):
                     continue
                 handles.drop_last()  # the user's own hooks are here: two hooks, as below
@@ -583,20 +620,6 @@ def _raised_in_python(error: BaseException) -> bool:
     if traceback is None:
         return False
     return traceback.tb_frame.f_code.co_name != "_engine_run_backward"
-
-
-def _in_one(prehook: PreHook, hook: PostHook) -> PostHook:
-    """A node's prehook and hook run by one hook after the node ran: the engine hands a
-    node hook what the node received (after any prehooks) and what it sent."""
-
-    def both(
-        grad_inputs: tuple[torch.Tensor | None, ...],
-        grad_outputs: tuple[torch.Tensor | None, ...],
-    ) -> None:
-        prehook(grad_outputs)
-        hook(grad_inputs, grad_outputs)
-
-    return both
 
 
 def _where_it_failed(

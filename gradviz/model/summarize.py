@@ -70,6 +70,10 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     Reductions run on the tensor's own device; only a few numbers reach the CPU. A meta
     tensor has no values to read; a sparse one is summarized from its stored values.
     """
+    if numpy is not None:
+        fast = _dense_cpu_summary(tensor, small_numel)
+        if fast is not None:
+            return fast
     data = tensor.detach()  # detached: nothing below is recorded by autograd
     numel = data.numel()
     shape = tuple(data.shape)
@@ -120,6 +124,98 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
                 return _numpy_summary(data, flat, contiguous, shape, dtype, numel)
             return _torch_summary(data, flat, shape, dtype, numel)
     return _other_summary(data, _plain(_head(data, PREVIEW)), shape, dtype, numel)
+
+
+def _dense_cpu_summary(tensor: torch.Tensor, small_numel: int) -> Summary | None:
+    """The commonest case first, with as few tensor calls as it takes: a contiguous
+    float32/float64 CPU tensor of more than ``small_numel`` values (most gradients of a
+    backward pass). The same NumPy reductions as ``_numpy_summary``, so the same numbers
+    bit for bit; None for every other tensor (the general path below)."""
+    dtype = tensor.dtype
+    if dtype is not torch.float32 and dtype is not torch.float64:
+        return None
+    numel = tensor.numel()
+    if numel <= small_numel or not tensor.is_cpu or tensor.layout != torch.strided:
+        return None
+    contiguous = tensor.is_contiguous()
+    # a transposed matrix (TBackward's, a weight's gradient): its memory read in order
+    transposed = not contiguous and tensor.dim() == 2 and tensor.t().is_contiguous()
+    if not (contiguous or transposed) or tensor.is_neg():
+        return None
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    whole = tensor.numpy()
+    # the values in memory order, a view (no copy): the order _dense_flat reads them in
+    array = whole.reshape(-1) if contiguous else whole.T.reshape(-1)
+    if numel <= NUMPY_MAX:
+        low = float(_MINIMUM(array))
+        high = float(_MAXIMUM(array))
+    else:  # one pass instead of NumPy's two (min and max are exact either way)
+        flat = tensor.view(-1) if contiguous else tensor.t().view(-1)
+        low_t, high_t = torch.aminmax(flat)
+        low, high = low_t.item(), high_t.item()
+    big = max(-low, high)
+    safe = big * big * numel < _SAFE_SQUARES[dtype]  # False for NaN and inf too
+    if safe and numel <= NUMPY_MAX:
+        ones = _ONES.get(dtype)
+        if ones is None:
+            ones = _ONES[dtype] = numpy.ones(NUMPY_MAX, dtype=array.dtype)
+        total = float(array.dot(ones[:numel]))
+        squares = float(array.dot(array))
+    else:
+        flat = tensor.view(-1) if contiguous else tensor.t().view(-1)
+        total = flat.sum().item()
+        squares = float(array.dot(array)) if safe else torch.dot(flat, flat).item()
+    nan, inf = _nonfinite(low, high, array)
+    head = array[:PREVIEW] if contiguous else whole.flat[:PREVIEW]  # row-major
+    return _summary(
+        tuple(tensor.shape),
+        _DTYPE_NAMES.get(dtype) or dtype_name(dtype),
+        numel,
+        tuple(head.tolist()),
+        low,
+        high,
+        total / numel,
+        math.sqrt(squares),
+        nan,
+        inf,
+    )
+
+
+_SUMMARY_NEW = object.__new__
+
+
+def _summary(
+    shape: tuple[int, ...],
+    dtype: str,
+    numel: int,
+    values: tuple[Scalar, ...],
+    low: float,
+    high: float,
+    mean: float,
+    norm: float,
+    nan: bool,
+    inf: bool,
+) -> Summary:
+    """``Summary(shape, dtype, numel, values, False, low, high, mean, norm, nan, inf)``
+    without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field: a
+    third of a small gradient's summary)."""
+    summary: Summary = _SUMMARY_NEW(Summary)
+    summary.__dict__.update(
+        shape=shape,
+        dtype=dtype,
+        numel=numel,
+        values=values,
+        complete=False,
+        min=low,
+        max=high,
+        mean=mean,
+        norm=norm,
+        nan=nan,
+        inf=inf,
+        available=True,
+    )
+    return summary
 
 
 def _nonfinite(low: float, high: float, values: Any) -> tuple[bool, bool]:
@@ -348,6 +444,9 @@ def _dense_flat(data: torch.Tensor) -> torch.Tensor | None:
     sum and norm), or None when they do not fill their memory densely."""
     if data.is_contiguous():
         return data.view(-1)
+    if data.dim() == 2:  # the commonest: a transpose (the sort below gives the same order)
+        swapped = data.t()
+        return swapped.view(-1) if swapped.is_contiguous() else None
     strides = data.stride()
     order = sorted(range(data.dim()), key=lambda d: (-strides[d], -data.shape[d]))
     permuted = data.permute(order)
