@@ -34,6 +34,7 @@ from gradviz.replay.frames import (
     replay_data,
     replay_layout,
     replay_options,
+    start_layouts,
 )
 from gradviz.replay.modules import module_css, module_views, view_options
 from gradviz.replay.styles import step_css
@@ -150,8 +151,9 @@ def layout_view(
     """One view laid out (cached on the recording), its ``<svg>`` styled at step ``index``,
     and when each element appears during the forward frames (``replay_born``)."""
     options.pop("view", None)
-    template, _ = replay_layout(recording, **{**options, **view_options(view)})
-    born = replay_born(recording, [view], **options).get(view, {})
+    with start_layouts(recording, [{**options, **view_options(view)}]):  # its DOT written once
+        template, _ = replay_layout(recording, **{**options, **view_options(view)})
+        born = replay_born(recording, [view], **options).get(view, {})
     with_born = {**schedule, "born": {view: born}} if born else schedule
     return page_svg(template.render(classes_at(with_born, index, view))), born
 
@@ -185,14 +187,16 @@ def stepper_payload(
     render_options = replay_options(recording, **options)
     theme: Theme = render_options.theme
     prefix = render_options.prefix or recording.graph.prefix
-    data = replay_data(recording, prefix, None, depths, explain=explain is not False)
     born: dict[str, dict[str, int]] = {}
     svgs: dict[str, str] = {}
     laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
-    for view in progress(laid, "gradviz: laying out views", len(recording.graph.nodes)):
-        svgs[view], view_born = layout_view(recording, view, data["schedule"], index, **options)
-        if view_born:
-            born[view] = view_born
+    # every view's Graphviz run starts now; the steps' data is written while they run
+    with start_layouts(recording, [{**options, **view_options(v)} for v in laid]):
+        data = replay_data(recording, prefix, None, depths, explain=explain is not False)
+        for view in progress(laid, "gradviz: laying out views", len(recording.graph.nodes)):
+            svgs[view], view_born = layout_view(recording, view, data["schedule"], index, **options)
+            if view_born:
+                born[view] = view_born
     if born:
         data["schedule"]["born"] = born
     data["views"] = list(chosen)
