@@ -8,6 +8,8 @@ size assertions, not timings.
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import re
 import sys
@@ -239,3 +241,24 @@ def test_geometry_rounds_to_whole_points_half_to_even_and_leaves_the_rest() -> N
         expected = f"{float(text):.0f}"
         expected = "0" if expected == "-0" else expected
         assert f'x="{expected}"' in page_svg(single)
+
+
+def test_data_is_packed_when_it_or_its_script_escaped_form_is_over_the_limit() -> None:
+    from gradviz.stepper.page import COMPRESS_ABOVE, json_for_script
+
+    def state(text: str) -> dict[str, str]:
+        return {"svg": text}
+
+    under = "x" * (COMPRESS_ABOVE - 100)
+    attributes, text = packed_state(state(under))
+    assert "gzip" not in attributes and text == json_for_script(state(under))
+    # plain JSON under the limit whose escaped form ("<" -> "\u003c") is over it: packed
+    escaped = "<" * (COMPRESS_ABOVE // 5)
+    assert len(json.dumps(state(escaped))) < COMPRESS_ABOVE < len(json_for_script(state(escaped)))
+    attributes, text = packed_state(state(escaped))
+    assert "gzip+7bit" in attributes
+    over = "y" * (COMPRESS_ABOVE + 1)
+    attributes, text = packed_state(state(over))
+    assert "gzip+7bit" in attributes
+    assert json.loads(gzip.decompress(from_seven_bit(text))) == state(over)
+    assert "gzip" not in packed_state(state(over), compress=False)[0]

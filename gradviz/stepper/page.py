@@ -420,14 +420,13 @@ def packed_state(state: dict[str, Any], compress: bool | None = None) -> tuple[s
     7 bits a character (``gradviz.stepper.sevenbit``: SVG text shrinks 8-15x; the browser
     inflates it natively with DecompressionStream), small ones as plain JSON that stays
     readable in the page."""
-    text = json_for_script(state)
-    if compress is None:
-        compress = len(text) > COMPRESS_ABOVE
-    if not compress:
-        return 'type="application/json" class="gv-replay-data"', text
     # no script context inside the packed bytes: plain JSON (no \u003c escapes) is enough
-    raw = json_text(state, compact=True).encode("utf-8")
-    packed = to_seven_bit(gzip.compress(raw, 9, mtime=0))
+    plain = json_text(state, compact=True)
+    if compress is None:  # the escapes only lengthen it: plain JSON over the limit is over
+        compress = len(plain) > COMPRESS_ABOVE or len(json_for_script(state)) > COMPRESS_ABOVE
+    if not compress:
+        return 'type="application/json" class="gv-replay-data"', json_for_script(state)
+    packed = to_seven_bit(gzip.compress(plain.encode("utf-8"), 9, mtime=0))
     return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+7bit"', (
         packed
     )
