@@ -118,3 +118,24 @@ def test_a_graphviz_failure_in_a_worker_reaches_the_caller(
     assert recording not in layouts._BATCHES  # the batch ended with the error
     monkeypatch.undo()
     assert "backward" in stepper_payload(recording)["svgs"]  # nothing broken was cached
+
+
+def test_layouts_run_together_share_the_budget_they_would_have_had_in_turn(
+    two_workers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recording = _watched()
+    limits: list[float] = []
+    real = backend.run_graphviz
+
+    def spy(text: str, fmt: str = "svg", engine: str = "dot", seconds: Any = None) -> bytes:
+        if engine == "dot":
+            limits.append(seconds)
+        return real(text, fmt, engine, seconds)
+
+    monkeypatch.setattr(backend, "run_graphviz", spy)
+    monkeypatch.setenv("GRADVIZ_LAYOUT_SECONDS", "7")
+    stepper_payload(recording)
+    assert limits and set(limits) == {14.0}  # two at a time: two budgets each
+    limits.clear()
+    backend.run_dot(recording.graph.to_dot())  # alone: its own budget
+    assert limits == [7.0]

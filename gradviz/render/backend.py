@@ -223,10 +223,13 @@ class PendingSvg:
         self._future.cancel()
 
 
-def start_dot(dot_text: str, *, seconds: float | None = None) -> PendingSvg:
+def start_dot(dot_text: str, *, seconds: float | None = None, sharing: int = 1) -> PendingSvg:
     """``run_dot(dot_text, "svg", seconds=seconds)`` started in a worker thread: the same
-    plan, time limits and fallbacks, ``LAYOUT_WORKERS`` layouts at a time."""
-    budget = _budget() if seconds is None else seconds
+    plan, limits and fallbacks, ``LAYOUT_WORKERS`` layouts at a time. ``sharing``: how many
+    layouts run side by side; each gets that many budgets (on a busy machine they share its
+    cores, and one after the other they would have had as long in all), so running them
+    together neither makes a fallback likelier nor lets the whole take longer."""
+    budget = (_budget() if seconds is None else seconds) * max(1, min(sharing, LAYOUT_WORKERS))
     return PendingSvg(_workers().submit(_laid_out, dot_text, "dot", budget))
 
 

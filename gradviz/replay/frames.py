@@ -592,8 +592,9 @@ def _layout(
 
 def start_layouts(
     recording: Recording, option_sets: Sequence[dict[str, Any]]
-) -> AbstractContextManager[None]:
-    """Inside the block, every view (one set of options each) is being laid out at once."""
+) -> AbstractContextManager[list[int]]:
+    """Inside the block, every view (one set of options each) is being laid out at once;
+    the block gets the views' positions in the order they should be ready."""
     views = [(replay_options(recording, **o), repr(sorted(o.items()))) for o in option_sets]
     return layout_batch(recording, views, _LAYOUTS.setdefault(recording, {}))
 

@@ -70,24 +70,28 @@ def view_dot(recording: Recording, options: RenderOptions, memo: str) -> ViewDot
 @contextmanager
 def layout_batch(
     recording: Recording, views: Sequence[tuple[RenderOptions, str]], done: Container[str]
-) -> Iterator[None]:
+) -> Iterator[list[int]]:
     """Start laying out every view (options, memo key) whose layout key is not ``done``;
     inside the block ``pending_svgs`` hands their SVGs over. The longest DOT starts first
-    (the workers then finish close together); runs not started when the block ends (an
-    error) are left out, and every started one ends within its time limit."""
+    (the workers then finish close together); the block gets the views' positions in the
+    order they should finish (those with nothing to lay out first), so the caller can
+    post-process each view while the others are still laid out. Runs not started when the
+    block ends (an error) are left out; every started one ends within its time limit."""
     outer = _BATCHES.get(recording)
     batch = _BATCHES[recording] = outer or _Batch()  # inside another batch: join it
     try:
-        jobs: list[tuple[str, int, str]] = []
-        for options, memo in views:
+        jobs: list[tuple[int, str, int, str]] = []
+        for position, (options, memo) in enumerate(views):
             view = view_dot(recording, options, memo)
             if view.key in done or view.key in batch.pending:
                 continue
             batch.pending[view.key] = [None] * len(view.texts)
-            jobs += [(view.key, index, text) for index, text in enumerate(view.texts)]
-        for key, index, text in sorted(jobs, key=lambda job: -len(job[2])):
-            batch.pending[key][index] = start_dot(text)
-        yield
+            jobs += [(position, view.key, index, text) for index, text in enumerate(view.texts)]
+        jobs.sort(key=lambda job: -len(job[3]))
+        for _, key, index, text in jobs:
+            batch.pending[key][index] = start_dot(text, sharing=len(jobs))
+        last_started = {position: rank for rank, (position, *_) in enumerate(jobs)}
+        yield sorted(range(len(views)), key=lambda position: last_started.get(position, -1))
     finally:
         if outer is None:  # the outermost block ends the batch
             del _BATCHES[recording]

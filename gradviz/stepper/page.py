@@ -191,12 +191,14 @@ def stepper_payload(
     svgs: dict[str, str] = {}
     laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
     # every view's Graphviz run starts now; the steps' data is written while they run
-    with start_layouts(recording, [{**options, **view_options(v)} for v in laid]):
+    with start_layouts(recording, [{**options, **view_options(v)} for v in laid]) as ready:
         data = replay_data(recording, prefix, None, depths, explain=explain is not False)
-        for view in progress(laid, "gradviz: laying out views", len(recording.graph.nodes)):
-            svgs[view], view_born = layout_view(recording, view, data["schedule"], index, **options)
-            if view_born:
-                born[view] = view_born
+        in_turn = [laid[position] for position in ready]  # each view as soon as it is laid out
+        for view in progress(in_turn, "gradviz: laying out views", len(recording.graph.nodes)):
+            schedule = data["schedule"]
+            svgs[view], born[view] = layout_view(recording, view, schedule, index, **options)
+    svgs = {view: svgs[view] for view in laid}  # the page's order, whatever the finishing one
+    born = {view: born[view] for view in laid if born[view]}
     if born:
         data["schedule"]["born"] = born
     data["views"] = list(chosen)
