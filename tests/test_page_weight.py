@@ -8,6 +8,8 @@ size assertions, not timings.
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import re
 import sys
@@ -217,3 +219,46 @@ def test_forward_edges_ship_their_ends_in_their_id_only_when_unambiguous() -> No
     )
     titles = [e.text for e in ET.fromstring(page_svg(svg)).iter(f"{SVG}title")]
     assert titles == ["c_n1->f2", "n0->n1"]  # op0->f2 is read from its id
+
+
+def test_geometry_rounds_to_whole_points_half_to_even_and_leaves_the_rest() -> None:
+    svg = (
+        '<svg viewBox="0.00 0.00 10.50 7.25"><g id="gp" class="graph">'
+        '<polygon fill="none" points="0.50,-0.40 1.50,2.50 -2.51,3.49 0.50,-0.40"/>'
+        '<path d="M-0.49,10.75C12.01,11.50 13.50,14.49 15.50,-16.50"/>'
+        '<text x="2.50" y="-0.50" font-size="10.00">1.50 and 2.50</text>'
+        '<ellipse cx="100.49" cy="-100.51" rx="27.50" ry="18.00"/></g></svg>'
+    )
+    out = page_svg(svg)
+    assert 'points="0,0 2,2 -3,3"' in out  # the closing point dropped as well
+    assert 'd="M0,11C12,12 14,14 16,-16"' in out
+    assert 'x="2" y="0"' in out and ">1.50 and 2.50</text>" in out  # text is not geometry
+    assert 'cx="100" cy="-101" rx="28" ry="18"' in out
+    assert 'viewBox="0.00 0.00 10.50 7.25"' in out
+    # the same as rounding each number alone, as Python formats it (no "-0")
+    for text in ("0.50", "1.50", "-0.49", "-0.50", "-16.50", "27.50", "-100.51", "2.675"):
+        single = f'<svg><g id="g" class="graph"><text x="{text}">t</text></g></svg>'
+        expected = f"{float(text):.0f}"
+        expected = "0" if expected == "-0" else expected
+        assert f'x="{expected}"' in page_svg(single)
+
+
+def test_data_is_packed_when_it_or_its_script_escaped_form_is_over_the_limit() -> None:
+    from gradviz.stepper.page import COMPRESS_ABOVE, json_for_script
+
+    def state(text: str) -> dict[str, str]:
+        return {"svg": text}
+
+    under = "x" * (COMPRESS_ABOVE - 100)
+    attributes, text = packed_state(state(under))
+    assert "gzip" not in attributes and text == json_for_script(state(under))
+    # plain JSON under the limit whose escaped form ("<" -> "\u003c") is over it: packed
+    escaped = "<" * (COMPRESS_ABOVE // 5)
+    assert len(json.dumps(state(escaped))) < COMPRESS_ABOVE < len(json_for_script(state(escaped)))
+    attributes, text = packed_state(state(escaped))
+    assert "gzip+7bit" in attributes
+    over = "y" * (COMPRESS_ABOVE + 1)
+    attributes, text = packed_state(state(over))
+    assert "gzip+7bit" in attributes
+    assert json.loads(gzip.decompress(from_seven_bit(text))) == state(over)
+    assert "gzip" not in packed_state(state(over), compress=False)[0]

@@ -23,7 +23,9 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
@@ -46,12 +48,15 @@ __all__ = [
     "LAYERED_WORK",
     "LAYOUT_SECONDS",
     "LAYOUT_WORK",
+    "LAYOUT_WORKERS",
+    "PendingSvg",
     "backend_name",
     "check_output",
     "dot_available",
     "layout_plan",
     "run_dot",
     "run_graphviz",
+    "start_dot",
     "use_graphviz",
 ]
 
@@ -126,47 +131,106 @@ def run_dot(
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
     budget = _budget() if seconds is None else seconds
-    if engine != "dot":
-        svg = run_graphviz(dot_text, "svg", engine, budget)
-    else:
-        cost = layered.estimate(dot_text)
-        plan = layout_plan(cost)
-        svg = b""
-        if plan == "layered":
-            _tell(cost, "more than Graphviz dot lays out quickly")
-        else:
-            text = dot_text if plan == "dot" else _with_graph_attributes(dot_text, CHEAP_DOT)
-            try:
-                svg = run_graphviz(text, "svg", "dot", budget)
-            except GraphvizTimeout:
-                _tell(cost, f"Graphviz dot did not finish within the {budget:g} s budget")
-            else:
-                if plan == "cheap":
-                    _tell(cost, "", cheap=True)
-        if not svg:
-            svg = run_graphviz(layered.place(dot_text), "svg", "nop", None)
+    svg, notes = _laid_out(dot_text, engine, budget)
+    _warn(notes, stacklevel=2)
     return svg if fmt == "svg" else svg_to(svg, fmt, dpi)
 
 
-def _tell(cost: layered.LayoutCost, why: str, cheap: bool = False) -> None:
-    """Say once per view (each view is laid out once, then cached) how it was laid out."""
-    if cheap:
-        warnings.warn(
-            f"this view has {cost.nodes} nodes and {cost.edges} edges ({cost.span} edge "
-            "segments across layers): Graphviz dot laid it out with fewer optimisation rounds "
-            "to stay within its time budget, so edges may cross more than usual.",
-            GradvizWarning,
-            stacklevel=3,
-        )
-        return
-    warnings.warn(
+def _laid_out(dot_text: str, engine: str, budget: float) -> tuple[bytes, list[str]]:
+    """``run_dot``'s SVG and what to tell the user about it (warned by the caller's thread:
+    this may run in a worker of ``start_dot``)."""
+    if engine != "dot":
+        return run_graphviz(dot_text, "svg", engine, budget), []
+    cost = layered.estimate(dot_text)
+    plan = layout_plan(cost)
+    notes: list[str] = []
+    if plan == "layered":
+        notes.append(_fallback_note(cost, "more than Graphviz dot lays out quickly"))
+    else:
+        text = dot_text if plan == "dot" else _with_graph_attributes(dot_text, CHEAP_DOT)
+        try:
+            svg = run_graphviz(text, "svg", "dot", budget)
+        except GraphvizTimeout:
+            why = f"Graphviz dot did not finish within the {budget:g} s budget"
+            notes.append(_fallback_note(cost, why))
+        else:
+            if plan == "cheap":
+                notes.append(_cheap_note(cost))
+            return svg, notes
+    return run_graphviz(layered.place(dot_text), "svg", "nop", None), notes
+
+
+def _warn(notes: list[str], stacklevel: int) -> None:
+    """Say once per view (each view is laid out once, then cached) how it was laid out;
+    ``stacklevel`` counts from the function that calls this one (1: that function)."""
+    for note in notes:
+        warnings.warn(note, GradvizWarning, stacklevel=stacklevel + 1)
+
+
+def _cheap_note(cost: layered.LayoutCost) -> str:
+    return (
+        f"this view has {cost.nodes} nodes and {cost.edges} edges ({cost.span} edge "
+        "segments across layers): Graphviz dot laid it out with fewer optimisation rounds "
+        "to stay within its time budget, so edges may cross more than usual."
+    )
+
+
+def _fallback_note(cost: layered.LayoutCost, why: str) -> str:
+    return (
         f"this view has {cost.nodes} nodes and {cost.edges} edges ({cost.span} edge segments "
         f"across layers, {cost.clusters} clusters), {why}: gradviz placed the nodes in layers "
         "itself and drew straight edges. fold=True draws repeated blocks once; "
-        "GRADVIZ_LAYOUT_SECONDS or gradviz.render.backend.LAYOUT_WORK give dot more room.",
-        GradvizWarning,
-        stacklevel=3,
+        "GRADVIZ_LAYOUT_SECONDS or gradviz.render.backend.LAYOUT_WORK give dot more room."
     )
+
+
+# -- several views at once ---------------------------------------------------------------------
+# Each layout is its own Graphviz child process, so a replay's views are laid out side by side
+# on a machine's cores while Python writes the page's other data. More workers than cores
+# would only slow each dot down towards its time budget.
+LAYOUT_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None  # (the process that made it, the pool)
+_pool_lock = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """The layout threads, made once per process (a forked child makes its own: the
+    parent's threads do not exist there)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            pool = ThreadPoolExecutor(LAYOUT_WORKERS, thread_name_prefix="gradviz-layout")
+            _pool = (os.getpid(), pool)
+        return _pool[1]
+
+
+class PendingSvg:
+    """A ``run_dot`` SVG being laid out in the background (``start_dot``)."""
+
+    def __init__(self, future: Future[tuple[bytes, list[str]]]) -> None:
+        self._future = future
+
+    def result(self) -> bytes:
+        """The SVG, once Graphviz is done; raises what ``run_dot`` would raise, and warns
+        (in the calling thread) what it would warn."""
+        svg, notes = self._future.result()
+        _warn(notes, stacklevel=2)
+        return svg
+
+    def cancel(self) -> None:
+        """Leave it out if it has not started (a started layout ends within its limit)."""
+        self._future.cancel()
+
+
+def start_dot(dot_text: str, *, seconds: float | None = None, sharing: int = 1) -> PendingSvg:
+    """``run_dot(dot_text, "svg", seconds=seconds)`` started in a worker thread: the same
+    plan, limits and fallbacks, ``LAYOUT_WORKERS`` layouts at a time. ``sharing``: how many
+    layouts run side by side; each gets that many budgets (on a busy machine they share its
+    cores, and one after the other they would have had as long in all), so running them
+    together neither makes a fallback likelier nor lets the whole take longer."""
+    budget = (_budget() if seconds is None else seconds) * max(1, min(sharing, LAYOUT_WORKERS))
+    return PendingSvg(_workers().submit(_laid_out, dot_text, "dot", budget))
 
 
 BACKEND_ENV = "GRADVIZ_GRAPHVIZ"

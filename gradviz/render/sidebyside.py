@@ -114,11 +114,23 @@ def _link(spec: LinkSpec, start: tuple[float, float], end: tuple[float, float], 
 
 
 def side_by_side_svg(
-    sides: CombinedSides, prefix: str, background: str, text: str, grad_colour: str
+    sides: CombinedSides,
+    prefix: str,
+    background: str,
+    text: str,
+    grad_colour: str,
+    laid: tuple[str, str] | None = None,
 ) -> str:
-    """One SVG: the forward side's layout, the backward side's beside it, links between."""
-    left = _side(run_dot(sides.forward, "svg").decode("utf-8"), f"{prefix}_forward")
-    right = _side(run_dot(sides.backward, "svg").decode("utf-8"), f"{prefix}_backward")
+    """One SVG: the forward side's layout, the backward side's beside it, links between.
+    ``laid``: the two sides' SVGs when they were laid out already (``run_dot`` of
+    ``sides.forward`` and ``sides.backward``, e.g. concurrently with other views)."""
+    if laid is None:
+        laid = (
+            run_dot(sides.forward, "svg").decode("utf-8"),
+            run_dot(sides.backward, "svg").decode("utf-8"),
+        )
+    left = _side(laid[0], f"{prefix}_forward")
+    right = _side(laid[1], f"{prefix}_backward")
     shift = left.width + GAP
     width = shift + right.width
     height = max(left.height, right.height) + TITLE_HEIGHT

@@ -23,10 +23,10 @@ have run; an edge that merges several graph edges reveals its gradient when the 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import weakref
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,7 @@ from gradviz.render.backend import run_dot
 from gradviz.render.options import RenderOptions
 from gradviz.render.sidebyside import side_by_side_svg
 from gradviz.render.theme import Theme
-from gradviz.render.views import to_dot
-from gradviz.render.watched import combined_sides
+from gradviz.replay.layouts import layout_batch, pending_svgs, view_dot
 from gradviz.replay.modules import _boxes, box_class, module_css, view_options
 from gradviz.replay.overlays import overlay_data
 from gradviz.replay.styles import SvgTemplate, step_css
@@ -568,28 +567,36 @@ def _layout(
     """The cached layout, its options, and when each element appears (``_born``)."""
     render_options = replay_options(recording, **options)
     prefix = render_options.prefix or recording.graph.prefix
-    sides = None
-    if render_options.view == "combined" and recording.graph.forward is not None:
-        sides = combined_sides(recording.graph, render_options)  # laid out apart: see sidebyside
-        dot = sides.full
-    else:
-        dot = to_dot(recording.graph, render_options)
+    view = view_dot(recording, render_options, repr(sorted(options.items())))
     cache = _LAYOUTS.setdefault(recording, {})
-    key = hashlib.sha1(dot.encode()).hexdigest()
-    if key not in cache:
+    if view.key not in cache:
         labelled = {f"{prefix}_e_{k.replace('.', '_')}" for k in render_options.edge_labels}
         labelled |= {f"{prefix}_l_{t}" for t in render_options.link_labels}
-        if sides is not None:
+        laid = pending_svgs(recording, view.key)  # started by start_layouts, else laid out now
+        if view.sides is not None:
             theme = render_options.theme
             svg = side_by_side_svg(
-                sides, prefix, theme.background, theme.text, theme.step.grad_text
+                view.sides,
+                prefix,
+                theme.background,
+                theme.text,
+                theme.step.grad_text,
+                laid=None if laid is None else (laid[0], laid[1]),
             )
         else:
-            svg = run_dot(dot, "svg").decode("utf-8")
-        template = SvgTemplate(svg, labelled)
-        cache[key] = (template, _born(recording, dot))
-    template, born = cache[key]
+            svg = laid[0] if laid is not None else run_dot(view.dot, "svg").decode("utf-8")
+        cache[view.key] = (SvgTemplate(svg, labelled), _born(recording, view.dot))
+    template, born = cache[view.key]
     return template, render_options, born
+
+
+def start_layouts(
+    recording: Recording, option_sets: Sequence[dict[str, Any]]
+) -> AbstractContextManager[list[int]]:
+    """Inside the block, every view (one set of options each) is being laid out at once;
+    the block gets the views' positions in the order they should be ready."""
+    views = [(replay_options(recording, **o), repr(sorted(o.items()))) for o in option_sets]
+    return layout_batch(recording, views, _LAYOUTS.setdefault(recording, {}))
 
 
 def step_svg(recording: Recording, index: int, **options: Any) -> str:

@@ -34,6 +34,7 @@ from gradviz.replay.frames import (
     replay_data,
     replay_layout,
     replay_options,
+    start_layouts,
 )
 from gradviz.replay.modules import module_css, module_views, view_options
 from gradviz.replay.styles import step_css
@@ -150,8 +151,9 @@ def layout_view(
     """One view laid out (cached on the recording), its ``<svg>`` styled at step ``index``,
     and when each element appears during the forward frames (``replay_born``)."""
     options.pop("view", None)
-    template, _ = replay_layout(recording, **{**options, **view_options(view)})
-    born = replay_born(recording, [view], **options).get(view, {})
+    with start_layouts(recording, [{**options, **view_options(view)}]):  # its DOT written once
+        template, _ = replay_layout(recording, **{**options, **view_options(view)})
+        born = replay_born(recording, [view], **options).get(view, {})
     with_born = {**schedule, "born": {view: born}} if born else schedule
     return page_svg(template.render(classes_at(with_born, index, view))), born
 
@@ -185,14 +187,18 @@ def stepper_payload(
     render_options = replay_options(recording, **options)
     theme: Theme = render_options.theme
     prefix = render_options.prefix or recording.graph.prefix
-    data = replay_data(recording, prefix, None, depths, explain=explain is not False)
     born: dict[str, dict[str, int]] = {}
     svgs: dict[str, str] = {}
     laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
-    for view in progress(laid, "gradviz: laying out views", len(recording.graph.nodes)):
-        svgs[view], view_born = layout_view(recording, view, data["schedule"], index, **options)
-        if view_born:
-            born[view] = view_born
+    # every view's Graphviz run starts now; the steps' data is written while they run
+    with start_layouts(recording, [{**options, **view_options(v)} for v in laid]) as ready:
+        data = replay_data(recording, prefix, None, depths, explain=explain is not False)
+        in_turn = [laid[position] for position in ready]  # each view as soon as it is laid out
+        for view in progress(in_turn, "gradviz: laying out views", len(recording.graph.nodes)):
+            schedule = data["schedule"]
+            svgs[view], born[view] = layout_view(recording, view, schedule, index, **options)
+    svgs = {view: svgs[view] for view in laid}  # the page's order, whatever the finishing one
+    born = {view: born[view] for view in laid if born[view]}
     if born:
         data["schedule"]["born"] = born
     data["views"] = list(chosen)
@@ -416,14 +422,13 @@ def packed_state(state: dict[str, Any], compress: bool | None = None) -> tuple[s
     7 bits a character (``gradviz.stepper.sevenbit``: SVG text shrinks 8-15x; the browser
     inflates it natively with DecompressionStream), small ones as plain JSON that stays
     readable in the page."""
-    text = json_for_script(state)
-    if compress is None:
-        compress = len(text) > COMPRESS_ABOVE
-    if not compress:
-        return 'type="application/json" class="gv-replay-data"', text
     # no script context inside the packed bytes: plain JSON (no \u003c escapes) is enough
-    raw = json_text(state, compact=True).encode("utf-8")
-    packed = to_seven_bit(gzip.compress(raw, 9, mtime=0))
+    plain = json_text(state, compact=True)
+    if compress is None:  # the escapes only lengthen it: plain JSON over the limit is over
+        compress = len(plain) > COMPRESS_ABOVE or len(json_for_script(state)) > COMPRESS_ABOVE
+    if not compress:
+        return 'type="application/json" class="gv-replay-data"', json_for_script(state)
+    packed = to_seven_bit(gzip.compress(plain.encode("utf-8"), 9, mtime=0))
     return 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+7bit"', (
         packed
     )

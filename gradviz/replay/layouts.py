@@ -1,0 +1,111 @@
+"""A replay's views laid out together: every view's Graphviz run started at once.
+
+Each layout is its own Graphviz child process (``render.backend.start_dot``), so the views of
+a page are laid out side by side on the machine's cores while Python writes the page's other
+data (the steps' narration, the schedule) and post-processes the views already done. Within a
+batch each view's DOT is written once, however often the page asks for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Container, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from gradviz.model.recording import Recording
+from gradviz.render.backend import PendingSvg, start_dot
+from gradviz.render.links import CombinedSides
+from gradviz.render.options import RenderOptions
+from gradviz.render.views import to_dot
+from gradviz.render.watched import combined_sides
+
+__all__ = ["ViewDot", "layout_batch", "pending_svgs", "view_dot"]
+
+
+@dataclass(frozen=True)
+class ViewDot:
+    """One view's DOT: ``dot`` names the layout (``key``) and says when elements appear;
+    the combined view is laid out as its two ``sides`` (``render.sidebyside``)."""
+
+    dot: str
+    sides: CombinedSides | None
+    key: str
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """What Graphviz lays out for this view, one run each."""
+        if self.sides is not None:
+            return (self.sides.forward, self.sides.backward)
+        return (self.dot,)
+
+
+@dataclass
+class _Batch:
+    dots: dict[str, ViewDot] = field(default_factory=dict)  # options -> the view's DOT
+    pending: dict[str, list[PendingSvg | None]] = field(default_factory=dict)  # key -> runs
+
+
+_BATCHES: weakref.WeakKeyDictionary[Recording, _Batch] = weakref.WeakKeyDictionary()
+
+
+def view_dot(recording: Recording, options: RenderOptions, memo: str) -> ViewDot:
+    """The view's DOT for ``options`` (written once per ``memo`` inside a batch)."""
+    batch = _BATCHES.get(recording)
+    if batch is not None and memo in batch.dots:
+        return batch.dots[memo]
+    sides = None
+    if options.view == "combined" and recording.graph.forward is not None:
+        sides = combined_sides(recording.graph, options)  # laid out apart: see sidebyside
+        dot = sides.full
+    else:
+        dot = to_dot(recording.graph, options)
+    view = ViewDot(dot, sides, hashlib.sha1(dot.encode()).hexdigest())
+    if batch is not None:
+        batch.dots[memo] = view
+    return view
+
+
+@contextmanager
+def layout_batch(
+    recording: Recording, views: Sequence[tuple[RenderOptions, str]], done: Container[str]
+) -> Iterator[list[int]]:
+    """Start laying out every view (options, memo key) whose layout key is not ``done``;
+    inside the block ``pending_svgs`` hands their SVGs over. The longest DOT starts first
+    (the workers then finish close together); the block gets the views' positions in the
+    order they should finish (those with nothing to lay out first), so the caller can
+    post-process each view while the others are still laid out. Runs not started when the
+    block ends (an error) are left out; every started one ends within its time limit."""
+    outer = _BATCHES.get(recording)
+    batch = _BATCHES[recording] = outer or _Batch()  # inside another batch: join it
+    try:
+        jobs: list[tuple[int, str, int, str]] = []
+        for position, (options, memo) in enumerate(views):
+            view = view_dot(recording, options, memo)
+            if view.key in done or view.key in batch.pending:
+                continue
+            batch.pending[view.key] = [None] * len(view.texts)
+            jobs += [(position, view.key, index, text) for index, text in enumerate(view.texts)]
+        jobs.sort(key=lambda job: -len(job[3]))
+        for _, key, index, text in jobs:
+            batch.pending[key][index] = start_dot(text, sharing=len(jobs))
+        last_started = {position: rank for rank, (position, *_) in enumerate(jobs)}
+        yield sorted(range(len(views)), key=lambda position: last_started.get(position, -1))
+    finally:
+        if outer is None:  # the outermost block ends the batch
+            del _BATCHES[recording]
+            for runs in batch.pending.values():
+                for run in runs:
+                    if run is not None:
+                        run.cancel()
+
+
+def pending_svgs(recording: Recording, key: str) -> list[str] | None:
+    """The SVGs of the view with layout ``key`` started by the open batch (waiting for
+    them; Graphviz's errors and fallback warnings surface here), else None."""
+    batch = _BATCHES.get(recording)
+    runs = None if batch is None else batch.pending.pop(key, None)
+    if runs is None:
+        return None
+    return [run.result().decode("utf-8") for run in runs if run is not None]
