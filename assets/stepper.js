@@ -2000,6 +2000,7 @@ function exposeState(root, getView, current) {
       view: view ? view.name : null,
       elements: view ? view.byId.size : 0,
       attached: view && view.virtual ? view.virtual.attached : null,
+      parsed: view && view.lazy ? view.lazy.items.filter((item) => item.el).length : null, // of its nodes and edges
       classes,
     };
   };
