@@ -115,7 +115,7 @@ def test_a_node_parsed_late_is_sanitized(browser: Any, lazy_page: tuple[Path, st
     page.set_viewport_size({"width": 1600, "height": 900})
     page.wait_for_selector('.gv-stepper[data-ready="1"]', timeout=300_000)
     root = page.query_selector(".gv-stepper")
-    found = f'(r) => r.querySelector(\'.gv-canvas svg [id="{hostile}"]\')'
+    found = f"(r) => r.querySelector('.gv-canvas svg [id=\"{hostile}\"]')"
     assert page.evaluate(f"(r) => !({found})(r)", root)  # far away: not parsed at start
     page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)
     node = page.evaluate_handle(found, root)

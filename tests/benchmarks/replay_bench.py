@@ -186,7 +186,7 @@ IN_FRAME = """async (count) => {
 # STEPS on a page whose "next" changes one class: the wait for the next frame alone.
 FLOOR_PAGE = (
     '<div class="gv-stepper"><input class="gv-slider" type="range">'
-    "<button class=\"gv-next\" onclick=\"this.classList.toggle('on')\">next</button></div>"
+    '<button class="gv-next" onclick="this.classList.toggle(\'on\')">next</button></div>'
 )
 
 # Handler time alone: the click and the style it invalidates, no wait for the next frame.
