@@ -575,6 +575,15 @@ function unescapeXml(text) {
   );
 }
 
+// One attribute of a tag's attribute text: the quick look for ` name="` first (how Graphviz
+// writes them), then a full read.
+function attrOf(text, name) {
+  const at = text.indexOf(` ${name}="`);
+  if (at < 0) return attrsOf(text)[name];
+  const from = at + name.length + 3;
+  return unescapeXml(text.slice(from, text.indexOf('"', from)));
+}
+
 function attrsOf(text) {
   const out = {};
   for (const m of text.matchAll(ATTR)) out[m[1]] = unescapeXml(m[2] !== undefined ? m[2] : m[3]);
@@ -655,15 +664,18 @@ class LazySvg {
         }
         continue;
       }
-      const a = name === "polygon" || name === "polyline" || name === "path" || name === "ellipse" || name === "text" ? attrsOf(attrs) : null;
-      if (!a) {
+      const shape = name === "polygon" || name === "polyline" || name === "path" || name === "ellipse" || name === "text";
+      if (!shape) {
         if (attrs.includes("id")) {
           const id = attrsOf(attrs).id;
           if (id) item.ids.push(id);
         }
         continue;
       }
-      if (a.id) item.ids.push(a.id);
+      if (attrs.includes("id")) {
+        const id = attrsOf(attrs).id;
+        if (id) item.ids.push(id);
+      }
       const r = item.raw;
       const add = (x, y) => {
         if (x < r[0]) r[0] = x;
@@ -672,17 +684,19 @@ class LazySvg {
         if (y > r[3]) r[3] = y;
       };
       if (name === "ellipse") {
-        const cx = +a.cx;
-        const cy = +a.cy;
-        add(cx - +a.rx, cy - +a.ry);
-        add(cx + +a.rx, cy + +a.ry);
+        const cx = +attrOf(attrs, "cx");
+        const cy = +attrOf(attrs, "cy");
+        const rx = +attrOf(attrs, "rx");
+        const ry = +attrOf(attrs, "ry");
+        add(cx - rx, cy - ry);
+        add(cx + rx, cy + ry);
       } else if (name === "text") {
-        add(+a.x, +a.y);
+        add(+attrOf(attrs, "x"), +attrOf(attrs, "y"));
       } else {
-        const numbers = (a[name === "path" ? "d" : "points"] || "").match(NUMBERS) || [];
+        const numbers = (attrOf(attrs, name === "path" ? "d" : "points") || "").match(NUMBERS) || [];
         for (let i = 0; i + 1 < numbers.length; i += 2) add(+numbers[i], +numbers[i + 1]);
       }
-      if (item.fill === null && name !== "text" && name !== "polyline") item.fill = a.fill || ""; // the minimap's colour
+      if (item.fill === null && name !== "text" && name !== "polyline") item.fill = attrOf(attrs, "fill") || ""; // the minimap's colour
     }
     if (!closed || depth !== 0 || items.length <= VIRTUAL_ABOVE) return null;
     shell.push(text.slice(from));
@@ -705,9 +719,12 @@ class LazySvg {
       const [x0, y0, x1, y1] = item.raw;
       if (x0 === Infinity) item.box = { x: 0, y: 0, w: 0, h: 0 };
       else {
-        const p = m.transformPoint(new DOMPoint(x0, y0));
-        const q = m.transformPoint(new DOMPoint(x1, y1));
-        item.box = { x: Math.min(p.x, q.x), y: Math.min(p.y, q.y), w: Math.abs(q.x - p.x), h: Math.abs(q.y - p.y) };
+        // the two corners through the graph's transform (m.transformPoint, written out)
+        const px = m.a * x0 + m.c * y0 + m.e;
+        const py = m.b * x0 + m.d * y0 + m.f;
+        const qx = m.a * x1 + m.c * y1 + m.e;
+        const qy = m.b * x1 + m.d * y1 + m.f;
+        item.box = { x: Math.min(px, qx), y: Math.min(py, qy), w: Math.abs(qx - px), h: Math.abs(qy - py) };
       }
       for (const id of item.ids) if (id) this.owner.set(id, item);
     });
