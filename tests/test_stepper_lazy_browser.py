@@ -67,11 +67,11 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def lazy_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A 1,000-node replay (about 2,400 nodes and edges in its view), its last node given a
+    """A 1,200-node replay (about 2,900 nodes and edges in its view), its last node given a
     handler, a script and a javascript: link."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GradvizWarning)  # biglayout's notice
-        recording = gradviz.record(synthetic(1000)())
+        recording = gradviz.record(synthetic(1200)())  # above LAZY_NODES: the page ships lazy.js
         payload = stepper_payload(recording, views=["backward"])
     svg = payload["svgs"]["backward"]
     last = list(re.finditer(r'<g id="([^"]+_n\d+)" class="node[^"]*"', svg))[-1]
