@@ -105,7 +105,8 @@ class MemoryOverlay {
     const made = [];
     const ckpt = new Set(this.m.ckpt || []);
     for (const [node, bytes] of Object.entries(this.m.nodes)) {
-      const el = view.byId.get(`${this.ctx.prefix}_${node}`);
+      const id = `${this.ctx.prefix}_${node}`; // not parsed yet: off screen, no box (as detached)
+      const el = view.byId.peek ? view.byId.peek(id) : view.byId.get(id);
       if (!el || !el.getBBox) continue;
       const box = el.getBBox();
       if (!box.width) continue;

@@ -111,6 +111,13 @@ function parseSvg(text) {
   const doc = new DOMParser().parseFromString(text, "image/svg+xml");
   const svg = doc.documentElement;
   if (!svg || svg.nodeName !== "svg") throw new Error("gradviz: the replay's SVG did not parse");
+  sanitize(svg);
+  return document.adoptNode(svg); // moved, not copied (#14)
+}
+
+// Remove what could act from a parsed SVG (elements that run or embed, on* handlers,
+// javascript: links).
+function sanitize(svg) {
   for (const bad of svg.querySelectorAll("script, foreignObject, iframe")) bad.remove();
   for (const node of svg.querySelectorAll("*")) {
     for (const attr of node.getAttributeNames()) {
@@ -121,7 +128,6 @@ function parseSvg(text) {
       }
     }
   }
-  return document.adoptNode(svg); // moved, not copied (#14)
 }
 
 function button(label, title, onClick) {
@@ -156,7 +162,8 @@ class View {
     this.name = name;
     this.classes = new ClassIndex(schedule, born);
     this.shownStep = null;
-    this.svg = parseSvg(text);
+    this.lazy = splitLazily ? splitLazily(text) : null; // a big view: nodes and edges parsed when first needed
+    this.svg = this.lazy ? this.lazy.svg : parseSvg(text);
     this.byId = new Map();
     for (const e of this.svg.querySelectorAll("[id]")) {
       this.byId.set(e.id, e);
@@ -169,16 +176,16 @@ class View {
     this.box = { ...this.home };
     cameraSurface(this);
     this.geometry = new Geometry(this.svg);
-    this.virtual = Virtual.over(this);
+    this.virtual = this.lazy ? this.lazy.attach(this) : Virtual.over(this); // attach: byId, geometry too
   }
 
   setClass(id, want) {
-    const el = this.byId.get(id);
-    if (!el) return;
+    const el = this.byId.peek ? this.byId.peek(id) : this.byId.get(id);
+    if (el === undefined) return; // not in this view (null: in it, not parsed yet)
     const had = this.current.get(id) || "";
     if (had === want) return;
-    if (had) el.classList.remove(...had.split(" "));
-    if (want) el.classList.add(...want.split(" "));
+    if (el && had) el.classList.remove(...had.split(" "));
+    if (el && want) el.classList.add(...want.split(" "));
     this.current.set(id, want);
   }
 
@@ -514,6 +521,14 @@ class Virtual {
   }
 }
 
+// -- big graphs: parse only what the camera shows (#14) --------------------------------------
+// assets/lazy.js, which big pages ship, registers how to split a view of more than VIRTUAL_ABOVE
+// nodes and edges (LazySvg); without it every view is parsed whole.
+let splitLazily = null;
+export function lazily(split) {
+  splitLazily = split;
+}
+
 // The camera: which part of the view's SVG is on screen (view.box, drawn by placeSvg). It follows the active
 // node unless the user moved the view by hand; it keeps node text at least MIN_TEXT_PX tall.
 class Camera {
@@ -644,6 +659,7 @@ class Minimap {
     if (!ctx) return;
     const sx = this.img.width / h.w;
     const sy = this.img.height / h.h;
+    if (view.lazy) return view.lazy.draw(ctx, h, sx, sy);
     for (const node of view.nodes || view.svg.querySelectorAll("g.node")) {
       const b = view.geometry.box(node);
       const shape = node.querySelector("polygon, path, ellipse");
@@ -864,6 +880,9 @@ class GradFields {
     const lo = Math.min(last === null ? -Infinity : last, index);
     const hi = Math.max(last === null ? Infinity : last, index);
     const fields = view.gradFields || (view.gradFields = new Map());
+    if (view.byId.want) {
+      view.byId.want(this.updates.filter((u) => u.step >= lo && u.step <= hi && !fields.has(u.id)).map((u) => u.id));
+    }
     for (const u of this.updates) {
       if (u.step < lo || u.step > hi) continue;
       if (!fields.has(u.id)) fields.set(u.id, gradField(view.byId.get(u.id)));
@@ -1344,8 +1363,8 @@ export function mount(el, model) {
     canvas.style.height = stageHeight(view.home);
     camera.size = null; // measured again once, for this height
     camera.view = view;
+    camera.start(view); // before the first placement: a big view never fills in whole (#14)
     view.showBox(camera.rect());
-    camera.start(view);
     canvas.replaceChildren(view.svg);
     minimap.show(view, camera.scaleFor(view.home) < Camera.readable());
     for (const e of highlighted) e.classList.remove("gv-match", "gv-match-current");
@@ -1704,6 +1723,7 @@ function exposeState(root, getView, current) {
       view: view ? view.name : null,
       elements: view ? view.byId.size : 0,
       attached: view && view.virtual ? view.virtual.attached : null,
+      parsed: view && view.lazy ? view.lazy.parsed() : null, // of its nodes and edges
       classes,
     };
   };

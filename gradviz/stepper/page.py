@@ -412,6 +412,10 @@ def content_security_policy(script: str) -> str:
 
 
 EXPLAINED = {"memory", "health", "diff", "optimizer"}  # data keys that need explain.js
+# Above this many backward nodes a page ships lazy.js (6 kB): its views parse their nodes and
+# edges when the camera comes near them. Smaller pages parse each view whole (ResNet-50's
+# combined view, 2,800 nodes and edges, in 150 ms) and stay lighter.
+LAZY_NODES = 1000
 
 
 COMPRESS_ABOVE = 256 * 1024  # bytes of JSON above which the page ships it gzip+7bit
@@ -504,6 +508,8 @@ def _page(
     attributes, text = packed_state(state, compress)
     css = compact_css(asset_text("stepper.css"))
     js = _script_safe_js(page_js(asset_text("stepper.js")))
+    if len(recording.graph.nodes) > LAZY_NODES:  # big views parse lazily
+        js += _script_safe_js(page_js(asset_text("lazy.js")))
     if EXPLAINED & set(payload["data"]):  # the explanations' code only where they have data
         css += compact_css(asset_text("explain.css"))
         js += _script_safe_js(page_js(asset_text("explain.js")))
