@@ -29,7 +29,7 @@ from gradviz.replay.frames import (
     step_svg,
 )
 from gradviz.replay.modules import MODULE_VIEW_MIN_NODES, module_depths, module_views, view_options
-from gradviz.stepper.page import stepper_payload
+from gradviz.stepper.page import replay_html, stepper_payload, unpack_state
 from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
@@ -76,6 +76,14 @@ def watched(request: pytest.FixtureRequest) -> Recording:
 @pytest.fixture(scope="module")
 def mlp() -> Recording:
     return residual_mlp()
+
+
+def test_a_page_with_the_module_view_and_no_collapsed_one(mlp: Recording) -> None:
+    state = unpack_state(replay_html(mlp, views=["backward", "modules"]))
+    assert set(state["svgs"]) == {"backward", "modules"}
+    assert (
+        state["data"]["modules"]["collapsed"] == [] and state["data"]["modules"]["default"] is None
+    )
 
 
 def _steps(recording: Recording) -> range:

@@ -291,7 +291,7 @@ def _module_data(recording: Recording, prefix: str, views: list[str]) -> dict[st
     wanted = f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"
     return {
         "collapsed": collapsed,
-        "default": wanted if wanted in collapsed else collapsed[-1],
+        "default": wanted if wanted in collapsed else (collapsed[-1] if collapsed else None),
         "opens": opens,
     }
 
