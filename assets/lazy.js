@@ -1,4 +1,4 @@
-// gradviz stepper, big views (#14): appended to assets/stepper.js (the same module) by pages of
+// gradviz stepper, big views (#14): appended to the stepper's module (the same scope) by pages of
 // more than 1,000 backward nodes (gradviz/stepper/page.py LAZY_NODES), and by the widget.
 //
 // Parsing a 3,000-node view's SVG (3.8 MB, 38,000 elements) took 430 ms of the page's start,
