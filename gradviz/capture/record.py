@@ -111,7 +111,9 @@ def record(
         def run(probe: _Probe) -> None:
             torch.autograd.backward(
                 [*roots, *probe.roots],
-                grad_tensors=[*seeds, *probe.seeds],
+                # the engine's own 1s when none was given: the same seeds, and passing
+                # them makes torch import its symbolic-shape checks (0.35 s, once)
+                grad_tensors=None if gradient is None else [*seeds, *probe.seeds],
                 retain_graph=retain_graph,
                 create_graph=create_graph,
                 inputs=None if input_list is None else [*input_list, *probe.leaves],
@@ -154,7 +156,7 @@ def record_grad(
             grads = torch.autograd.grad(
                 [*roots, *probe.roots],
                 [*input_tuple, *probe.leaves],
-                grad_outputs=[*seeds, *probe.seeds],
+                grad_outputs=None if grad_outputs is None else [*seeds, *probe.seeds],
                 retain_graph=retain_graph,
                 create_graph=create_graph,
                 allow_unused=allow_unused,
