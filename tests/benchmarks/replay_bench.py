@@ -4,9 +4,12 @@ issue's target: at most 15x), the page's weight per 1,000 backward nodes (target
 torchlens' equivalent (trace, log the backward pass, draw it) where installed, and the
 stepper in headless Chromium: time until a page is interactive, median step latency
 (target: 16 ms at 3,000 and 10,000 nodes) and frame times while panning and zooming.
-"Ready" is the page's own data-ready (the first frame with the graph painted); "click to the
-step's frame rendered" includes the wait for the next frame (up to 16.7 ms at 60 Hz), the
-handler figure does not.
+"Ready" is the page's own data-ready (the first frame with the graph painted). A step's
+latency is judged on the step's own frame: clicked inside a frame's requestAnimationFrame,
+until that frame is rendered (handler, style, layout, paint). "Click to the step's frame
+rendered" adds the wait for the next frame, up to 16.7 ms at 60 Hz on any page (a page that
+changes one class measures the same), so it is printed, not judged; the handler figure
+leaves out style, layout and paint.
 """
 
 from __future__ import annotations
@@ -337,10 +340,14 @@ def report(result: dict[str, Any]) -> str:
             f"pan/zoom frames median {row['frame_median_ms']:.1f} ms, "
             f"p95 {row['frame_p95_ms']:.1f} ms"
         )
-        step = row["step_to_frame_median_ms"]
+        # Judged on the step's own frame (handler, style, layout, paint): a step that fits
+        # in one 60 Hz frame. Click-to-next-frame cannot go under the frame interval on any
+        # page (the one-class page above shows it), so it is printed, not judged.
+        step = row["step_in_frame_median_ms"]
         lines.append(
-            f"{'met' if step <= STEP_TARGET_MS else 'MISSED':6} step <= {STEP_TARGET_MS:.0f} ms "
-            f"[{row['nodes']} nodes]: {step / STEP_TARGET_MS:.1f}x the target"
+            f"{'met' if step <= STEP_TARGET_MS else 'MISSED':6} step's frame <= "
+            f"{STEP_TARGET_MS:.0f} ms [{row['nodes']} nodes]: {step / STEP_TARGET_MS:.1f}x the "
+            "target"
         )
         if row["nodes"] <= 3500:
             ready = row["interactive_s"]
