@@ -342,18 +342,9 @@ def _numpy_summary(
     squares = float(array.dot(array)) if safe else torch.dot(flat, flat).item()
     head = array if contiguous else data.numpy().flat
     nan, inf = _nonfinite(low, high, array)
-    return Summary(
-        shape,
-        dtype,
-        numel,
-        tuple(head[:PREVIEW].tolist()),
-        False,
-        low,
-        high,
-        total / numel,
-        math.sqrt(squares),
-        nan,
-        inf,
+    values = tuple(head[:PREVIEW].tolist())
+    return _summary(
+        shape, dtype, numel, values, low, high, total / numel, math.sqrt(squares), nan, inf
     )
 
 
