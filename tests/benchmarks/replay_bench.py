@@ -361,5 +361,13 @@ def report(result: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    outcome = run(sys.argv[1] if len(sys.argv) > 1 else "all")
-    print(report(outcome))
+    arguments = sys.argv[1:]
+    json_path = None
+    if "--json" in arguments:  # make bench runs this table in a fresh process and reads it
+        at = arguments.index("--json")
+        json_path = Path(arguments[at + 1])
+        del arguments[at : at + 2]
+    outcome = run(arguments[0] if arguments else "all")
+    print(report(outcome), flush=True)
+    if json_path is not None:
+        json_path.write_text(json.dumps(outcome, default=str), encoding="utf-8")
