@@ -251,6 +251,10 @@ class HealthOverlay {
     const mlogs = h.modules.flatMap(([, s]) => s.map(([, v]) => v)).filter((v) => v > 0).map(Math.log10);
     this.mlo = mlogs.length ? Math.min(...mlogs) : 0;
     this.mhi = mlogs.length ? Math.max(...mlogs) : 0;
+    if (!h.modules.length) {
+      this.strip.append(element("p", "gv-note gv-health-none",
+        "No named leaf got a gradient: record with params=model or names={...} to follow their norms here."));
+    }
     for (const [name, series] of h.modules) {
       const r = element("div", "gv-health-row");
       r.dataset.module = name;

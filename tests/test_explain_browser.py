@@ -125,6 +125,24 @@ def leaf_edge(rec: gradviz.Recording, name: str) -> tuple[str, str]:
     return f"{rec.graph.prefix}_e_{edge.src}_{edge.slot}", record.node_id
 
 
+def test_the_health_strip_says_how_to_get_rows_when_no_leaf_is_named(
+    browser: Any, tmp_path: Path
+) -> None:
+    w = torch.randn(3, requires_grad=True)
+    unnamed = gradviz.record((w * 2).tanh().sum())
+    page, root, errors = opened(browser, unnamed.save(tmp_path / "unnamed.html"))
+    page.keyboard.press("h")
+    assert not root.query_selector_all(".gv-health-row")
+    assert "params=model" in root.query_selector(".gv-health-none").text_content()
+    named = gradviz.record((w * 2).tanh().sum(), names={"w": w})
+    page, root, errors = opened(browser, named.save(tmp_path / "named.html"))
+    page.keyboard.press("h")
+    assert root.eval_on_selector_all(".gv-health-row", "rs => rs.map(r => r.dataset.module)") == [
+        "w"
+    ]
+    assert not root.query_selector(".gv-health-none") and not errors
+
+
 def test_health_toggle_draws_edges_by_norm_and_follows_modules(
     browser: Any, tmp_path: Path
 ) -> None:
