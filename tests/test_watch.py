@@ -7,6 +7,7 @@ numbers typed from memory.
 from __future__ import annotations
 
 import json
+import types
 
 import pytest
 import torch
@@ -306,3 +307,30 @@ def test_source_lines_of_notebook_cells_read_as_cell_lines() -> None:
     cell = SourceLine("/tmp/ipykernel_4242/404010650.py", 6, "<module>", "c = a * b")
     assert cell.short() == "cell line 6"
     assert SourceLine("/home/u/model.py", 12, "f", "y = x").short() == "model.py:12"
+
+
+def test_a_library_that_wraps_torch_functions_is_passed_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torchlens leaves torch's functions wrapped in its own code: without passing over
+    such frames, every op's line and variable name would be the wrapper's."""
+    from gradviz.capture import watch as watch_module
+
+    wrapper = types.ModuleType("fakewrap")
+    source = "import torch\ndef tanh(x):\n    out = torch.tanh(x)\n    return out\n"
+    exec(compile(source, "/virtual/fakewrap.py", "exec"), wrapper.__dict__)
+
+    def run() -> gradviz.Watch:
+        with gradviz.watch() as w:
+            x = torch.randn(3, requires_grad=True)
+            hidden = wrapper.tanh(x)
+        assert hidden.grad_fn is not None
+        return w
+
+    seen = run().forward.ops[-1].line
+    assert seen is not None and seen.filename == "/virtual/fakewrap.py"  # the wrapper's
+    monkeypatch.setattr(watch_module, "TORCH_WRAPPERS", {*watch_module.TORCH_WRAPPERS, "fakewrap"})
+    w = run()
+    line = w.forward.ops[-1].line
+    assert line is not None and line.text == "hidden = wrapper.tanh(x)"
+    assert w.forward.names() == ["x", "hidden"]

@@ -54,6 +54,10 @@ _OWN_FILES = frozenset(
     + [os.path.dirname(_HERE.rstrip(os.sep)) + os.sep + "objects.py"]  # the public wrappers
 )
 _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
+# Libraries known to leave torch's functions wrapped in their own Python code once used
+# (torchlens does, for the rest of the process): their frames are passed over like torch's,
+# or every op's line and variable names would be the wrapper's.
+TORCH_WRAPPERS: set[str] = {"torchlens"}
 _NN_INIT = os.path.join(os.path.dirname(torch.nn.__file__), "init.py")
 # the methods that build a module and fill its parameters (in place, before any lesson)
 _BUILDERS = frozenset(("__init__", "reset_parameters", "_reset_parameters", "_init_weights"))
@@ -312,7 +316,10 @@ class Watch:
         while frame is not None:
             filename = frame.f_code.co_filename
             if not (
-                filename.startswith(_TORCH_DIR) or filename in _OWN_FILES or filename == _CONTEXTLIB
+                filename.startswith(_TORCH_DIR)
+                or filename in _OWN_FILES
+                or filename == _CONTEXTLIB
+                or str(frame.f_globals.get("__name__", "")).partition(".")[0] in TORCH_WRAPPERS
             ):
                 break
             frame = frame.f_back
