@@ -10,7 +10,6 @@ import random
 import sys
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from gradviz import GradvizWarning
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, replay_born
 from gradviz.stepper.page import unpack_state
-from tests.support.browser import SEED, chromium, open_local, readable_steps
+from tests.support.browser import SEED, open_local, readable_steps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT, synthetic
@@ -50,12 +49,6 @@ def gpt_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recording, Path]
         warnings.filterwarnings("ignore", "this view has", GradvizWarning)
         path = recording.save(tmp_path_factory.mktemp("gpt") / "replay.html")
     return recording, path
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
 
 
 def _open(browser: Any, path: Path) -> tuple[Any, Any, list[str]]:

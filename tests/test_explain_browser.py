@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,8 @@ import torch
 
 import gradviz
 from gradviz.stepper.page import unpack_state
-from tests.support.browser import chromium, open_local
+from tests.support.browser import open_local
+from tests.support.saved import saved_storages
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -26,12 +26,6 @@ GOTO = """(root, n) => { const s = root.querySelector('.gv-slider'); s.value = S
   s.dispatchEvent(new Event('input')); return Number(root.dataset.step); }"""
 BYTES = """(root, cls) => { const v = root.querySelector(`.${cls} .gv-value`);
   return v ? Number(v.dataset.bytes) : null; }"""
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
 
 
 def opened(browser: Any, path: Path) -> tuple[Any, Any, list[str]]:
@@ -44,26 +38,6 @@ def opened(browser: Any, path: Path) -> tuple[Any, Any, list[str]]:
 def mlp() -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
-
-
-def saved_storages(root: Any) -> dict[int, int]:
-    """Independently: every storage a live graph's ``_saved_*`` tensors hold, by pointer."""
-    found: dict[int, int] = {}
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        for name in dir(node):
-            if name.startswith("_saved_"):
-                value = getattr(node, name)
-                if isinstance(value, torch.Tensor):
-                    storage = value.untyped_storage()
-                    found[storage.data_ptr()] = storage.nbytes()
-        stack.extend(child for child, _ in node.next_functions)
-    return found
 
 
 def test_memory_toggle_shows_saved_bytes_freed_as_backward_passes(

@@ -8,18 +8,7 @@ import torch
 import gradviz
 from gradviz.analysis.memory import format_bytes
 from gradviz.replay.frames import replay_data
-
-
-def saved_bytes_of(node: object) -> dict[int, int]:
-    """Independently: every ``_saved_*`` tensor's storage of a live node, by data pointer."""
-    found = {}
-    for name in dir(node):
-        if name.startswith("_saved_"):
-            value = getattr(node, name)
-            if isinstance(value, torch.Tensor):
-                storage = value.untyped_storage()
-                found[storage.data_ptr()] = storage.nbytes()
-    return found
+from tests.support.saved import saved_bytes_of
 
 
 def test_shared_activation_counted_once_and_freed_after_its_last_holder() -> None:

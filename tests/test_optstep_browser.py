@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import gradviz
 from gradviz import GradvizWarning
 from gradviz.model.summarize import summarize
 from gradviz.stepper.page import unpack_state
-from tests.support.browser import chromium, open_local
+from tests.support.browser import open_local
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT
@@ -37,12 +36,6 @@ ROWS = """(root) => [...root.querySelectorAll('.gv-optstep .gv-opt-item')].map((
 })"""
 GOTO = """(root, n) => { const s = root.querySelector('.gv-slider'); s.value = String(n);
   s.dispatchEvent(new Event('input')); return Number(root.dataset.step); }"""
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
 
 
 def norm(tensor: torch.Tensor) -> float:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import gradviz
 from gradviz import GradvizWarning
 from gradviz.replay.frames import classes_at
 from gradviz.stepper.page import _page, stepper_payload, unpack_state
-from tests.support.browser import chromium, open_local
+from tests.support.browser import open_local
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import synthetic
@@ -57,12 +56,6 @@ HOSTILE = (
 
 def _replay(classes: str) -> str:
     return " ".join(sorted(c for c in classes.split() if c in REPLAY))
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from gradviz import GradvizWarning
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at
 from gradviz.stepper.page import unpack_state
-from tests.support.browser import chromium, open_local
+from tests.support.browser import open_local
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT, synthetic
@@ -46,12 +45,6 @@ SLIDE = """([r, t]) => { const s = r.querySelector('.gv-slider'); s.value = Stri
 
 def _normal(classes: dict[str, str]) -> dict[str, str]:
     return {k: " ".join(sorted(v.split())) for k, v in classes.items() if v}
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("profile")) as context:
-        yield context
 
 
 @pytest.fixture(scope="module")
