@@ -205,11 +205,42 @@ def _workers() -> ThreadPoolExecutor:
         return _pool[1]
 
 
+class _Cancelled(GradvizError):
+    """A background layout stopped by ``PendingSvg.cancel``; nobody waits for its result."""
+
+
+class _Job:
+    """A started layout's Graphviz child, kept so that ``PendingSvg.cancel`` can stop it: a
+    save interrupted by Ctrl-C must not leave layouts running to their time limit (and
+    Python waits for the layout threads before it exits)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self.cancelled = False
+
+    def adopt(self, process: subprocess.Popen[bytes]) -> bool:
+        """Keep the job's child; False when the job was cancelled before it started."""
+        with self._lock:
+            self._process = process
+            return not self.cancelled
+
+    def stop(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            if self._process is not None and self._process.poll() is None:
+                self._process.kill()
+
+
+_worker = threading.local()  # .job: the _Job a layout thread is running now
+
+
 class PendingSvg:
     """A ``run_dot`` SVG being laid out in the background (``start_dot``)."""
 
-    def __init__(self, future: Future[tuple[bytes, list[str]]]) -> None:
+    def __init__(self, future: Future[tuple[bytes, list[str]]], job: _Job) -> None:
         self._future = future
+        self._job = job
 
     def result(self) -> bytes:
         """The SVG, once Graphviz is done; raises what ``run_dot`` would raise, and warns
@@ -219,8 +250,17 @@ class PendingSvg:
         return svg
 
     def cancel(self) -> None:
-        """Leave it out if it has not started (a started layout ends within its limit)."""
-        self._future.cancel()
+        """Leave it out if it has not started; stop its Graphviz child if it has."""
+        if not self._future.cancel():
+            self._job.stop()
+
+
+def _laid_out_as(job: _Job, dot_text: str, budget: float) -> tuple[bytes, list[str]]:
+    _worker.job = job
+    try:
+        return _laid_out(dot_text, "dot", budget)
+    finally:
+        _worker.job = None
 
 
 def start_dot(dot_text: str, *, seconds: float | None = None, sharing: int = 1) -> PendingSvg:
@@ -230,7 +270,8 @@ def start_dot(dot_text: str, *, seconds: float | None = None, sharing: int = 1) 
     cores, and one after the other they would have had as long in all), so running them
     together neither makes a fallback likelier nor lets the whole take longer."""
     budget = (_budget() if seconds is None else seconds) * max(1, min(sharing, LAYOUT_WORKERS))
-    return PendingSvg(_workers().submit(_laid_out, dot_text, "dot", budget))
+    job = _Job()
+    return PendingSvg(_workers().submit(_laid_out_as, job, dot_text, budget), job)
 
 
 BACKEND_ENV = "GRADVIZ_GRAPHVIZ"
@@ -347,23 +388,36 @@ def _run(
     command = [str(program), f"-T{fmt}"]
     command += ["-Kneato", "-n"] if engine == "nop" else [f"-K{engine}"]
     try:
-        done = subprocess.run(
-            command, input=dot_text.encode("utf-8"), capture_output=True, timeout=seconds
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-    except subprocess.TimeoutExpired:
-        raise GraphvizTimeout(
-            f"Graphviz '{engine}' ({backend}, {program}) did not finish within {seconds:g} s "
-            "and was stopped"
-        ) from None
     except OSError as error:
         raise GraphvizNotFound(f"cannot run {program}: {error}") from None
-    if done.returncode != 0:
-        stderr = done.stderr.decode("utf-8", "replace").strip()[-2000:] or "no message"
+    with process:
+        job: _Job | None = getattr(_worker, "job", None)
+        if job is not None and not job.adopt(process):
+            process.kill()
+        try:
+            stdout, stderr = process.communicate(dot_text.encode("utf-8"), timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise GraphvizTimeout(
+                f"Graphviz '{engine}' ({backend}, {program}) did not finish within {seconds:g} s "
+                "and was stopped"
+            ) from None
+        except BaseException:  # Ctrl-C while waiting: the child goes too
+            process.kill()
+            raise
+    if job is not None and job.cancelled:
+        raise _Cancelled("the layout was cancelled (its page is no longer being made)")
+    if process.returncode != 0:
+        message = stderr.decode("utf-8", "replace").strip()[-2000:] or "no message"
         raise GraphvizFailed(
             f"Graphviz '{engine}' ({backend}, {program}) exited with status "
-            f"{done.returncode}: {stderr}. {_switch_hint(backend)}"
+            f"{process.returncode}: {message}. {_switch_hint(backend)}"
         )
-    return done.stdout
+    return stdout
 
 
 # -- the embedded Graphviz ---------------------------------------------------------------------

@@ -108,4 +108,10 @@ def pending_svgs(recording: Recording, key: str) -> list[str] | None:
     runs = None if batch is None else batch.pending.pop(key, None)
     if runs is None:
         return None
-    return [run.result().decode("utf-8") for run in runs if run is not None]
+    try:
+        return [run.result().decode("utf-8") for run in runs if run is not None]
+    except BaseException:  # Ctrl-C or an error: stop this view's runs still going
+        for run in runs:
+            if run is not None:
+                run.cancel()
+        raise
