@@ -1297,7 +1297,9 @@ export function mount(el, model) {
   function found(matches, at) {
     for (const e of highlighted) e.classList.remove("gv-match", "gv-match-current");
     highlighted = [];
-    for (const node of matches.slice(0, MAX_MATCHES)) {
+    const shown = matches.slice(0, MAX_MATCHES);
+    if (view.byId.want) view.byId.want(shown.map((node) => `${prefix}_${node}`)); // a lazy view: one parse for all
+    for (const node of shown) {
       const e = elementOf(node);
       if (e) {
         e.classList.add("gv-match");

@@ -123,3 +123,25 @@ def test_a_node_parsed_late_is_sanitized(browser: Any, lazy_page: tuple[Path, st
     assert page.evaluate("() => window.gvPwned === undefined")
     assert errors == []
     page.close()
+
+
+PARSES = """() => { const parse = DOMParser.prototype.parseFromString; window.gvParses = 0;
+  DOMParser.prototype.parseFromString = function (...args) { window.gvParses++;
+  return parse.apply(this, args); }; }"""
+
+
+def test_a_search_parses_its_matches_together(browser: Any, lazy_page: tuple[Path, str]) -> None:
+    path, _ = lazy_page
+    page, _, errors = open_local(browser, path)
+    page.set_viewport_size({"width": 1600, "height": 900})
+    page.wait_for_selector('.gv-stepper[data-ready="1"]', timeout=300_000)
+    root = page.query_selector(".gv-stepper")
+    page.evaluate(PARSES)
+    page.fill(".gv-search-input", "backward")  # nearly every node: the first 400 are marked
+    # the matches in one DOMParser call, then what the camera shows at the first of them
+    assert page.evaluate("() => window.gvParses") <= 2
+    page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)  # all of it in the DOM
+    marked = page.evaluate("(r) => r.querySelectorAll('.gv-canvas svg .gv-match').length", root)
+    assert marked == 400
+    assert errors == []
+    page.close()
