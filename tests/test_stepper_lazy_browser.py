@@ -58,6 +58,14 @@ def _replay(classes: str) -> str:
     return " ".join(sorted(c for c in classes.split() if c in REPLAY))
 
 
+def _opened(browser: Any, path: Path) -> tuple[Any, list[str], list[str], Any]:
+    """The page in a 1600x900 window once the stepper is ready: page, requests, errors, root."""
+    page, requests, errors = open_local(browser, path)
+    page.set_viewport_size({"width": 1600, "height": 900})
+    page.wait_for_selector('.gv-stepper[data-ready="1"]', timeout=300_000)
+    return page, requests, errors, page.query_selector(".gv-stepper")
+
+
 @pytest.fixture(scope="module")
 def lazy_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A 1,200-node replay (about 2,900 nodes and edges in its view), its last node given a
@@ -80,10 +88,7 @@ def test_a_big_view_parses_only_what_the_camera_needs_and_later_parts_get_the_st
 ) -> None:
     path, _ = lazy_page
     schedule = unpack_state(path.read_text(encoding="utf-8"))["data"]["schedule"]
-    page, requests, errors = open_local(browser, path)
-    page.set_viewport_size({"width": 1600, "height": 900})
-    page.wait_for_selector('.gv-stepper[data-ready="1"]', timeout=300_000)
-    root = page.query_selector(".gv-stepper")
+    page, requests, errors, root = _opened(browser, path)
     opened = page.evaluate("(r) => r.gvState()", root)
     assert opened["elements"] > 2000
     assert 0 < opened["parsed"] < opened["elements"] / 4
@@ -104,10 +109,7 @@ def test_a_big_view_parses_only_what_the_camera_needs_and_later_parts_get_the_st
 
 def test_a_node_parsed_late_is_sanitized(browser: Any, lazy_page: tuple[Path, str]) -> None:
     path, hostile = lazy_page
-    page, _, errors = open_local(browser, path)
-    page.set_viewport_size({"width": 1600, "height": 900})
-    page.wait_for_selector('.gv-stepper[data-ready="1"]', timeout=300_000)
-    root = page.query_selector(".gv-stepper")
+    page, _, errors, root = _opened(browser, path)
     found = f"(r) => r.querySelector('.gv-canvas svg [id=\"{hostile}\"]')"
     assert page.evaluate(f"(r) => !({found})(r)", root)  # far away: not parsed at start
     page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)
@@ -132,10 +134,7 @@ PARSES = """() => { const parse = DOMParser.prototype.parseFromString; window.gv
 
 def test_a_search_parses_its_matches_together(browser: Any, lazy_page: tuple[Path, str]) -> None:
     path, _ = lazy_page
-    page, _, errors = open_local(browser, path)
-    page.set_viewport_size({"width": 1600, "height": 900})
-    page.wait_for_selector('.gv-stepper[data-ready="1"]', timeout=300_000)
-    root = page.query_selector(".gv-stepper")
+    page, _, errors, root = _opened(browser, path)
     page.evaluate(PARSES)
     page.fill(".gv-search-input", "backward")  # nearly every node: the first 400 are marked
     # the matches in one DOMParser call, then what the camera shows at the first of them
