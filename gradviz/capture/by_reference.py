@@ -1,0 +1,75 @@
+"""``keep="all"`` by reference: after the backward, the gradients ``.grad`` took over.
+
+``record()`` keeps the gradients on their way as detached aliases where nothing can change
+them during the backward (``gradviz.capture.hooks``). ``AccumulateGrad`` may still have
+moved one into a leaf's ``.grad`` (it does when nothing else holds the tensor itself), and
+the user may change ``.grad`` in place later (clipping, ``zero_grad(set_to_none=False)``, a
+second backward): those are copied here, once the backward is over, while they still hold
+what flowed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gradviz.capture.hooks import by_reference_safe
+from gradviz.model.graph import Graph
+from gradviz.model.recording import GradValue, Step
+from gradviz.model.summarize import dtype_name
+
+__all__ = ["references_safe", "unshare"]
+
+
+def references_safe(graph: Graph) -> bool:
+    """Whether no code of the user's that gradviz can see runs inside the backward with the
+    gradients in hand: a tensor hook on a traced tensor (a root, a named one), a custom
+    ``autograd.Function``, a leaf's hooks (``by_reference_safe``). Node hooks are found as
+    gradviz registers its own."""
+    if any(getattr(record.tensor, "_backward_hooks", None) for record in graph.tensors):
+        return False
+    return all(by_reference_safe(node) for node in graph.nodes)
+
+
+def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]], steps: list[Step]) -> list[str]:
+    """Copy each of ``shared`` (an alias kept by reference, its ``_version`` then) that
+    shares memory with a leaf's ``.grad`` and put the copy in its place in ``steps``.
+
+    Returns what to report of the aliases changed in place during the backward: only a
+    hook that breaks PyTorch's rule (return a new tensor, never change the argument) can."""
+    changed: list[str] = []
+    grads = set()
+    for node in graph.nodes:
+        grad = None if node.leaf_tensor is None else node.leaf_tensor.grad
+        if grad is not None and grad.layout == torch.strided:
+            grads.add(grad.untyped_storage().data_ptr())
+    grads.discard(0)  # no memory (empty tensors): nothing to share
+    copies: dict[int, torch.Tensor] = {}
+    for alias, version in shared:
+        if alias._version != version:
+            changed.append(f"{tuple(alias.shape)} {dtype_name(alias.dtype)}")
+        if alias.untyped_storage().data_ptr() in grads:
+            copies[id(alias)] = alias.clone()
+    shared.clear()
+    if copies:
+        for step in steps:
+            _replace(step, copies)
+    if not changed:
+        return []
+    return [
+        f"a hook changed gradients in place ({', '.join(changed[:3])}) after gradviz kept "
+        "them by reference: they show the changed values (a hook must return a new tensor, "
+        "not change its argument)"
+    ]
+
+
+def _replace(step: Step, copies: dict[int, torch.Tensor]) -> None:
+    """Put ``copies[id(value)]`` in place of each such value the step kept."""
+
+    def swap(value: GradValue | None) -> GradValue | None:
+        return copies.get(id(value), value) if isinstance(value, torch.Tensor) else value
+
+    if any(id(v) in copies for v in step.grad_outputs):
+        step.grad_outputs = tuple(map(swap, step.grad_outputs))
+    if any(id(v) in copies for v in step.grad_inputs):
+        step.grad_inputs = tuple(map(swap, step.grad_inputs))
+    step.leaf_grad_after = swap(step.leaf_grad_after)
