@@ -14,7 +14,6 @@ import torch
 
 from gradviz.capture.hooks import by_reference_safe
 from gradviz.model.graph import Graph
-from gradviz.model.recording import GradValue, Step
 from gradviz.model.summarize import dtype_name
 
 __all__ = ["references_safe", "unshare"]
@@ -30,9 +29,11 @@ def references_safe(graph: Graph) -> bool:
     return all(by_reference_safe(node) for node in graph.nodes)
 
 
-def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]], steps: list[Step]) -> list[str]:
-    """Copy each of ``shared`` (an alias kept by reference, its ``_version`` then) that
-    shares memory with a leaf's ``.grad`` and put the copy in its place in ``steps``.
+def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]]) -> list[str]:
+    """Give each of ``shared`` (an alias kept by reference, its ``_version`` then) that
+    shares memory with a leaf's ``.grad`` a copy of that memory. ``alias.data = copy``
+    changes the alias itself, which the steps hold: nothing to replace there; and neither
+    the alias's version counter (shared with ``.grad``) nor ``.grad`` changes.
 
     Returns what to report of the aliases changed in place during the backward: only a
     hook that breaks PyTorch's rule (return a new tensor, never change the argument) can."""
@@ -43,16 +44,12 @@ def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]], steps: list[St
         if grad is not None and grad.layout == torch.strided:
             grads.add(grad.untyped_storage().data_ptr())
     grads.discard(0)  # no memory (empty tensors): nothing to share
-    copies: dict[int, torch.Tensor] = {}
     for alias, version in shared:
         if alias._version != version:
             changed.append(f"{tuple(alias.shape)} {dtype_name(alias.dtype)}")
         if alias.untyped_storage().data_ptr() in grads:
-            copies[id(alias)] = alias.clone()
+            alias.data = alias.clone()
     shared.clear()
-    if copies:
-        for step in steps:
-            _replace(step, copies)
     if not changed:
         return []
     return [
@@ -60,16 +57,3 @@ def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]], steps: list[St
         "them by reference: they show the changed values (a hook must return a new tensor, "
         "not change its argument)"
     ]
-
-
-def _replace(step: Step, copies: dict[int, torch.Tensor]) -> None:
-    """Put ``copies[id(value)]`` in place of each such value the step kept."""
-
-    def swap(value: GradValue | None) -> GradValue | None:
-        return copies.get(id(value), value) if isinstance(value, torch.Tensor) else value
-
-    if any(id(v) in copies for v in step.grad_outputs):
-        step.grad_outputs = tuple(map(swap, step.grad_outputs))
-    if any(id(v) in copies for v in step.grad_inputs):
-        step.grad_inputs = tuple(map(swap, step.grad_inputs))
-    step.leaf_grad_after = swap(step.leaf_grad_after)

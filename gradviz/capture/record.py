@@ -576,8 +576,7 @@ class _Recorder:
             finally:
                 handles.remove_all()
                 if self.by_reference:
-                    steps = [step for task in self.tasks.values() for step in task.steps]
-                    self.internal_errors += unshare(self.graph, self.shared, steps)
+                    self.internal_errors += unshare(self.graph, self.shared)
                 self.seen.clear()
                 self.regions.clear()
             self.steps = self.own_steps()
