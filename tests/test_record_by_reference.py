@@ -219,3 +219,17 @@ def test_gradients_handed_to_the_user_are_copies(call: str) -> None:
     else:
         recording = gradviz.record(loss, inputs=[middle], keep="all")
     assert not any(transposes_share_memory(recording))
+
+
+def test_a_gradient_grad_took_is_copied_once_for_all_its_views() -> None:
+    """A weight's gradient reaches AccumulateGrad as TBackward's transpose, which PyTorch
+    moves into .grad: after the backward the recording holds one copy of that memory, seen
+    through both views, and none of it is .grad's."""
+    loss, named = MODELS["mlp"]()
+    recording = gradviz.record(loss, keep="all")
+    grads = {t.grad.data_ptr() for t in named.values() if t.is_leaf and t.grad is not None}
+    assert all(transposes_share_memory(recording))
+    for step in recording.steps:
+        for value in [*step.grad_outputs, *step.grad_inputs, step.leaf_grad_after]:
+            if value is not None:
+                assert as_tensor(value).data_ptr() not in grads, step

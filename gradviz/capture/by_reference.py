@@ -31,9 +31,10 @@ def references_safe(graph: Graph) -> bool:
 
 def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]]) -> list[str]:
     """Give each of ``shared`` (an alias kept by reference, its ``_version`` then) that
-    shares memory with a leaf's ``.grad`` a copy of that memory. ``alias.data = copy``
-    changes the alias itself, which the steps hold: nothing to replace there; and neither
-    the alias's version counter (shared with ``.grad``) nor ``.grad`` changes.
+    shares memory with a leaf's ``.grad`` a copy of that memory, one copy per memory (a
+    gradient and its transpose stay one memory). ``alias.data = ...`` changes the alias
+    itself, which the steps hold: nothing to replace there; and neither the alias's
+    version counter (shared with ``.grad``) nor ``.grad`` changes.
 
     Returns what to report of the aliases changed in place during the backward: only a
     hook that breaks PyTorch's rule (return a new tensor, never change the argument) can."""
@@ -44,11 +45,19 @@ def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]]) -> list[str]:
         if grad is not None and grad.layout == torch.strided:
             grads.add(grad.untyped_storage().data_ptr())
     grads.discard(0)  # no memory (empty tensors): nothing to share
+    copies: dict[int, torch.UntypedStorage] = {}  # one copy per memory: views stay views
     for alias, version in shared:
         if alias._version != version:
             changed.append(f"{tuple(alias.shape)} {dtype_name(alias.dtype)}")
-        if alias.untyped_storage().data_ptr() in grads:
-            alias.data = alias.clone()
+        storage = alias.untyped_storage()
+        where = storage.data_ptr()
+        if where in grads:
+            copy = copies.get(where)
+            if copy is None:
+                copy = copies[where] = storage.clone()  # type: ignore[no-untyped-call]
+            alias.data = torch.empty(0, dtype=alias.dtype).set_(
+                copy, alias.storage_offset(), alias.size(), alias.stride()
+            )
     shared.clear()
     if not changed:
         return []
