@@ -233,3 +233,15 @@ def test_a_gradient_grad_took_is_copied_once_for_all_its_views() -> None:
         for value in [*step.grad_outputs, *step.grad_inputs, step.leaf_grad_after]:
             if value is not None:
                 assert as_tensor(value).data_ptr() not in grads, step
+
+
+def test_a_view_of_the_seed_changed_afterwards_leaves_the_recording_alone() -> None:
+    """ViewBackward sends a view of the user's own gradient= tensor on: its memory is the
+    user's, to change later."""
+    a = torch.tensor([[0.5, -1.0], [2.0, 3.0]], requires_grad=True)
+    root = (a * 2.0).view(-1)
+    seed = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    recording = gradviz.record(root, gradient=seed, keep="all")
+    seed.mul_(10)
+    view = next(s for s in recording.steps if s.type_name == "ViewBackward0")
+    assert torch.equal(as_tensor(view.grad_inputs[0]), torch.tensor([[1.0, 2.0], [3.0, 4.0]]))

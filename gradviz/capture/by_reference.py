@@ -29,9 +29,12 @@ def references_safe(graph: Graph) -> bool:
     return all(by_reference_safe(node) for node in graph.nodes)
 
 
-def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]]) -> list[str]:
+def unshare(
+    graph: Graph, shared: list[tuple[torch.Tensor, int]], user_memory: set[int]
+) -> list[str]:
     """Give each of ``shared`` (an alias kept by reference, its ``_version`` then) that
-    shares memory with a leaf's ``.grad`` a copy of that memory, one copy per memory (a
+    shares memory with a leaf's ``.grad`` or with ``user_memory`` (the data pointers of the
+    user's ``gradient=`` tensors) a copy of that memory, one copy per memory (a
     gradient and its transpose stay one memory). ``alias.data = ...`` changes the alias
     itself, which the steps hold: nothing to replace there; and neither the alias's
     version counter (shared with ``.grad``) nor ``.grad`` changes.
@@ -39,7 +42,7 @@ def unshare(graph: Graph, shared: list[tuple[torch.Tensor, int]]) -> list[str]:
     Returns what to report of the aliases changed in place during the backward: only a
     hook that breaks PyTorch's rule (return a new tensor, never change the argument) can."""
     changed: list[str] = []
-    grads = set()
+    grads = set(user_memory)
     for node in graph.nodes:
         grad = None if node.leaf_tensor is None else node.leaf_tensor.grad
         if grad is not None and grad.layout == torch.strided:

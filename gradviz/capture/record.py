@@ -253,6 +253,7 @@ class _Recorder:
         self.one_hook_nodes: set[str] = set()  # nodes whose step opens after they ran
         self.by_reference = False  # keep="all" without copies (``run`` decides)
         self.user_node_hooks = False  # the user's node hooks found on the graph
+        self.user_memory: set[int] = set()  # where the user's gradient= tensors live
         self.shared: list[tuple[torch.Tensor, int]] = []  # (kept by reference, _version)
         if self.keep == "auto":
             self.keep = "all" if _fits(self.graph, AUTO_ALL_MAX_BYTES) else "summary"
@@ -339,21 +340,16 @@ class _Recorder:
     def set_seeds(self, roots: tuple[torch.Tensor, ...], seeds: tuple[torch.Tensor, ...]) -> None:
         """What enters each root node before any node runs (summed when roots share one)."""
         totals: dict[tuple[str, int], torch.Tensor] = {}
-        alone: dict[tuple[str, int], torch.Tensor] = {}  # root nodes' own gradient= tensors
         for root, seed in zip(roots, seeds, strict=True):
             node, output_nr = _autograd.gradient_edge(root)
             node_id = next(n.id for n in self.graph.nodes if n.torch_node is node)
             key = (node_id, output_nr)
-            if key in totals:
-                alone.pop(key, None)
-                totals[key] = totals[key] + seed.detach()
-            else:
-                alone[key] = seed
-                totals[key] = seed.detach()
+            totals[key] = seed.detach() if key not in totals else totals[key] + seed.detach()
         for key, total in totals.items():
             self.seeds[key] = summarize(total) if self.keep == "summary" else self._copy(total)
-        for key, seed in alone.items():  # reaching the root as it is: its copy stands for it
-            self.seen[id(seed)] = (weakref.ref(seed), seed._version, self.seeds[key])
+        # the user's gradient= memory: what flows on of it is copied after the backward
+        dense = [seed for seed in seeds if seed.layout == torch.strided]
+        self.user_memory = {seed.untyped_storage().data_ptr() for seed in dense}
 
     # -- which backward a hook runs in ---------------------------------------------------
     def bind(self, grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
@@ -576,7 +572,7 @@ class _Recorder:
             finally:
                 handles.remove_all()
                 if self.by_reference:
-                    self.internal_errors += unshare(self.graph, self.shared)
+                    self.internal_errors += unshare(self.graph, self.shared, self.user_memory)
                 self.seen.clear()
                 self.regions.clear()
             self.steps = self.own_steps()
