@@ -245,3 +245,18 @@ def test_a_view_of_the_seed_changed_afterwards_leaves_the_recording_alone() -> N
     seed.mul_(10)
     view = next(s for s in recording.steps if s.type_name == "ViewBackward0")
     assert torch.equal(as_tensor(view.grad_inputs[0]), torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+
+
+def test_retained_grads_changed_afterwards_leave_the_recording_alone() -> None:
+    x = torch.randn(4, requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    z = y.exp()
+    z.retain_grad()
+    recording = gradviz.record((z * 3.0).sum(), keep="all")
+    before = [as_tensor(v).clone() for s in recording.steps for v in s.grad_inputs if v is not None]
+    for tensor in (x, y, z):
+        assert tensor.grad is not None
+        tensor.grad.mul_(5)
+    after = [as_tensor(v) for s in recording.steps for v in s.grad_inputs if v is not None]
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
