@@ -1,6 +1,6 @@
 """``record()``: run the real backward once, with gradviz's hooks on every node.
 
-The hooks only look: they copy or summarize what flows and return ``None``, so the
+The hooks only look: they keep or summarize what flows and return ``None``, so the
 gradients are bitwise the ones PyTorch computes without gradviz. Every hook is removed in
 a ``finally``, also when backward raises. The hooks record only their own backward (a
 probe node run alongside the roots names its graph task): another thread's backward, or
@@ -25,6 +25,7 @@ from gradviz.capture import _autograd, arguments
 from gradviz.capture._interrupts import deferred_interrupts
 from gradviz.capture._own_ops import own_ops
 from gradviz.capture.arguments import InputTensors, TensorOrTensors
+from gradviz.capture.by_reference import references_safe, unshare
 from gradviz.capture.hooks import HookHandles, one_hook_will_do
 from gradviz.capture.ondemand import settle_grads
 from gradviz.capture.trace import Params, gc_paused, trace
@@ -85,7 +86,8 @@ def record(
 ) -> Recording:
     """Like ``torch.autograd.backward(roots, gradient, ...)``, recording every node it runs.
 
-    ``keep``: ``"all"`` keeps a copy of every gradient, ``"summary"`` keeps shape, dtype,
+    ``keep``: ``"all"`` keeps every gradient (by reference where nothing can change it,
+    ``gradviz.capture.hooks``; else a copy), ``"summary"`` keeps shape, dtype,
     norm, min, max, mean and the first values, ``"auto"`` keeps copies when the graph's
     gradients take up to ``AUTO_ALL_MAX_BYTES`` and summaries when they take more. Each
     gradient is stored once: a tensor passed on unchanged (to the next node, or into a
@@ -249,6 +251,10 @@ class _Recorder:
 
     def __post_init__(self) -> None:
         self.one_hook_nodes: set[str] = set()  # nodes whose step opens after they ran
+        self.by_reference = False  # keep="all" without copies (``run`` decides)
+        self.user_node_hooks = False  # the user's node hooks found on the graph
+        self.user_memory: set[int] = set()  # where the user's gradient= tensors live
+        self.shared: list[tuple[torch.Tensor, int]] = []  # (kept by reference, _version)
         if self.keep == "auto":
             self.keep = "all" if _fits(self.graph, AUTO_ALL_MAX_BYTES) else "summary"
         if self.keep not in ("all", "summary"):
@@ -268,9 +274,10 @@ class _Recorder:
             return value  # a fresh tensor with a graph of its own: second derivatives
         return self._copy(value)
 
-    def _copy(self, value: torch.Tensor) -> GradValue:
-        """A copy of ``value``; a summary once copies would pass ``memory_budget`` bytes,
-        and summaries from then on (``switched_at`` says from which step)."""
+    def _copy(self, value: torch.Tensor, share: bool = False) -> GradValue:
+        """A copy of ``value``, or with ``share`` the tensor itself (``by_reference``); a
+        summary once copies would pass ``memory_budget`` bytes, and summaries from then on
+        (``switched_at`` says from which step)."""
         size = 0 if value.is_meta else value.numel() * value.element_size()
         budget = self.memory_budget
         if budget is not None and self.held + size > budget:
@@ -278,20 +285,36 @@ class _Recorder:
             self.switched_at = max(1, sum(len(task.steps) for task in self.tasks.values()))
             return summarize(value)
         self.held += size
+        # a plain dense tensor: sparse ones take other paths in AccumulateGrad when held
+        if share and type(value) is torch.Tensor and value.layout == torch.strided:
+            alias = value.detach()  # the same memory and version counter, not the same
+            self.shared.append((alias, alias._version))  # tensor: AccumulateGrad's choices
+            return alias  # (move it into .grad, or copy it) stay PyTorch's own
         return value.detach().clone()
 
-    def kept_once(self, value: torch.Tensor | None) -> GradValue | None:
-        """``kept(value)``, reusing what was kept when this very tensor was seen before."""
+    def kept_once(self, value: torch.Tensor | None, share: bool = True) -> GradValue | None:
+        """``kept(value)``, reusing what was kept when this very tensor was seen before.
+        A gradient on its way (``share``) is kept by reference under ``by_reference``."""
         if value is None:
             return None
         key = id(value)
         entry = self.seen.get(key)
         if entry is not None and entry[0]() is value and entry[1] == value._version:
             return entry[2]
-        kept = self._summary(value) if self.keep == "summary" else self.kept(value)
+        if self.keep == "summary":
+            kept: GradValue | None = self._summary(value)
+        elif self.create_graph:
+            kept = value  # a fresh tensor with a graph of its own: second derivatives
+        else:
+            kept = self._copy(value, share and self.by_reference)
         if kept is not None:
             self.seen[key] = (weakref.ref(value), value._version, kept)
         return kept
+
+    def kept_grad(self, value: torch.Tensor | None) -> GradValue | None:
+        """``kept_once`` for a ``.grad``: a copy (unless kept before), as the user may
+        change ``.grad`` in place later (``zero_grad(set_to_none=False)``, clipping)."""
+        return self.kept_once(value, share=False)
 
     def _summary(self, value: torch.Tensor) -> Summary:
         """``summarize(value)``; for a view of memory summarized before (``TBackward``
@@ -324,6 +347,9 @@ class _Recorder:
             totals[key] = seed.detach() if key not in totals else totals[key] + seed.detach()
         for key, total in totals.items():
             self.seeds[key] = summarize(total) if self.keep == "summary" else self._copy(total)
+        # the user's gradient= memory: what flows on of it is copied after the backward
+        dense = [seed for seed in seeds if seed.layout == torch.strided]
+        self.user_memory = {seed.untyped_storage().data_ptr() for seed in dense}
 
     # -- which backward a hook runs in ---------------------------------------------------
     def bind(self, grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
@@ -382,6 +408,7 @@ class _Recorder:
         current_task = self.current_task
         failed_inside = self.failed_inside
         kept_once = self.kept_once
+        kept_grad = self.kept_grad
         kept = self.kept
 
         def prehook(grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
@@ -415,7 +442,7 @@ class _Recorder:
             try:
                 step.grad_inputs = tuple(map(kept_once, grad_inputs))
                 if leaf is not None:
-                    step.leaf_grad_after = _leaf_grad_after(step, leaf, kept_once)
+                    step.leaf_grad_after = _leaf_grad_after(step, leaf, kept_grad)
                 step.finished = True
             except Exception as error:  # gradviz's own failure must not stop the backward
                 step.finished = True  # the node itself ran
@@ -433,6 +460,7 @@ class _Recorder:
         current_task = self.current_task
         failed_inside = self.failed_inside
         kept_once = self.kept_once
+        kept_grad = self.kept_grad
         kept = self.kept
 
         def hook(
@@ -455,7 +483,7 @@ class _Recorder:
             try:
                 step.grad_inputs = tuple(map(kept_once, grad_inputs))
                 if leaf is not None:
-                    step.leaf_grad_after = _leaf_grad_after(step, leaf, kept_once)
+                    step.leaf_grad_after = _leaf_grad_after(step, leaf, kept_grad)
                 step.finished = True
             except Exception as error:  # gradviz's own failure must not stop the backward
                 step.finished = True  # the node itself ran
@@ -506,6 +534,7 @@ class _Recorder:
             handles.add(torch_node.register_prehook(prehook))
             handle = handles.add(torch_node.register_hook(hook))
             if _autograd.has_other_hooks(handle):
+                self.user_node_hooks = True
                 # the user's hooks may replace what the node sends: look first too
                 handle = handles.add(torch_node.register_hook(self.before_user_hooks(node.id)))
                 _autograd.move_to_front(handle)
@@ -533,11 +562,17 @@ class _Recorder:
             try:
                 with deferred_interrupts():  # a handle lost to Ctrl-C would leave its hook
                     self._register(handles)
+                # inputs= and grad(): the engine hands those gradients to the user: copies
+                self.by_reference = self.keep == "all" and self.mode == "backward"
+                self.by_reference &= input_nodes is None and not self.create_graph
+                self.by_reference &= not self.user_node_hooks and references_safe(self.graph)
                 backward(probe)
             except Exception as raised:  # re-raised below as BackwardFailed, with the steps
                 error = raised
             finally:
                 handles.remove_all()
+                if self.by_reference:
+                    self.internal_errors += unshare(self.graph, self.shared, self.user_memory)
                 self.seen.clear()
                 self.regions.clear()
             self.steps = self.own_steps()
