@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from gradviz.errors import InvalidInput
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
-from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord
+from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord, TensorRow, tensor_label
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
 from gradviz.render.options import RenderOptions
@@ -109,8 +109,13 @@ def check_ids(graph: Graph) -> None:
     edges = graph.edge_rows()
     ids += [edge[0] for edge in edges]
     ids += [edge[2] for edge in edges if edge[2] is not None]
-    ids += [record.id for record in graph.tensors]
-    ids += [record.node_id for record in graph.tensors if record.node_id is not None]
+    tensor_rows = graph.tensor_rows()
+    if tensor_rows is None:
+        ids += [record.id for record in graph.tensors]
+        ids += [record.node_id for record in graph.tensors if record.node_id is not None]
+    else:  # the same fields, before any record is built
+        ids += [row[0] for row in tensor_rows]
+        ids += [row[5] for row in tensor_rows if row[5] is not None]
     if graph.forward is not None:
         ids += [item.id for item in graph.forward.tensors]
     if _all_plain(ids):
@@ -201,7 +206,11 @@ class _DotWriter:
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
-        self._roots()
+        tensor_rows = self._compact_rows()
+        if tensor_rows is None:
+            self._roots()
+        else:
+            self._row_boxes(tensor_rows, roots=True)
         rows = self.graph.node_rows()
         if rows is not None and not self.options.saved:  # fresh from trace(): plain nodes
             self._plain_nodes(rows)
@@ -209,7 +218,10 @@ class _DotWriter:
             for node in self.graph.nodes:
                 self._node(node)
         self._edges()
-        self._tensors()
+        if tensor_rows is None:
+            self._tensors()
+        else:
+            self._row_boxes(tensor_rows, roots=False)
         if self.options.legend:
             self._legend()
         self.lines.append("}")
@@ -390,6 +402,43 @@ class _DotWriter:
             if not record.is_root and record.role is Role.LEAF and record.node_id is not None:
                 self._tensor_box(record, compact=True)
 
+    def _compact_rows(self) -> list[TensorRow] | None:
+        """The graph's tensor rows when its tensor boxes can be drawn from them (a fresh
+        trace, drawn without values or shapes, no gradients on the links); else None."""
+        options = self.options
+        if options.view == "combined" or (options.shapes and options.values):
+            return None
+        if options.link_labels or not self._plain_ids:
+            return None
+        return self.graph.tensor_rows()
+
+    def _row_boxes(self, rows: list[TensorRow], roots: bool) -> None:
+        """``_roots`` (``roots``) or ``_tensors``, from tensor rows: the same lines."""
+        prefix = self.prefix
+        append = self.lines.append
+        box_tails = self._box_tails
+        leaf = Role.LEAF
+        for record_id, name, role, shape, dtype, node_id, is_root in rows:
+            if roots:
+                if not is_root:
+                    continue
+            elif is_root or role is not leaf or node_id is None:
+                continue
+            label = tensor_label(name, is_root, role)
+            key = (role, label, shape, dtype)
+            tail = box_tails.get(key)
+            style, link_colour = self._role_attrs(role)
+            if tail is None:
+                tail = box_tails[key] = self._compact_tail(role, label, shape, dtype, style)
+            append(f'  {record_id} [id="{prefix}_{record_id}" {tail}];')
+            if node_id is None:
+                continue
+            link = f'[id="{prefix}_l_{record_id}" class="gv_link" style="dashed" {link_colour}]'
+            if roots:  # as _tensor_box: a root flows into its node, even a leaf
+                append(f"  {record_id} -> {node_id} {link};")
+            else:  # AccumulateGrad writes into the leaf's .grad: draw it flowing there
+                append(f"  {node_id} -> {record_id} {link};")
+
     def _role_attrs(self, role: Role) -> tuple[str, str]:
         """The style attributes of a role's tensor boxes and the colour of its links, as
         text, written once per drawing (the same text ``_attrs`` would give)."""
@@ -400,15 +449,25 @@ class _DotWriter:
             self._role_cache[role] = cached
         return cached
 
+    def _compact_tail(
+        self, role: Role, label: str, shape: tuple[int, ...], dtype: str, style: str
+    ) -> str:
+        """What follows the id of a compact box that shows no values: its class, label
+        (the name, and the shape and dtype when ``shapes``), tooltip and style."""
+        name, more = self._label_text(label)
+        text = f"<B>{name}</B>"
+        if self.options.shapes:
+            text += f'<BR/><FONT POINT-SIZE="9">{self._shape_text(shape, dtype)}</FONT>'
+        return f'class="gv_tensor gv_{role.value}" shape="box" label=<{text}>{more} {style}'
+
     def _box_tail(self, record: TensorRecord, compact: bool, style: str) -> str:
         """What follows a tensor box's id: its class, label, tooltip and style."""
+        if compact and not (self.options.shapes and self.options.values):
+            return self._compact_tail(record.role, record.label, record.shape, record.dtype, style)
         if compact:
             name, more = self._label_text(record.label)
             text = f"<B>{name}</B>"
-            if self.options.shapes and not self.options.values:
-                value = self._shape_text(record)
-                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
-            elif self.options.shapes and record.data is not None:
+            if record.data is not None:
                 value = html_text(_value_line(record), None)
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             label = f"<{text}>"
@@ -428,12 +487,12 @@ class _DotWriter:
             self._label_cache[label] = cached
         return cached
 
-    def _shape_text(self, record: TensorRecord) -> str:
+    def _shape_text(self, shape: tuple[int, ...], dtype: str) -> str:
         """``_shape_line`` escaped, once per shape and dtype and drawing."""
-        key = (tuple(record.shape), record.dtype)
+        key = (tuple(shape), dtype)
         text = self._shape_cache.get(key)
         if text is None:
-            text = self._shape_cache[key] = html_text(_shape_line(record), None)
+            text = self._shape_cache[key] = html_text(_shape_line(shape, dtype), None)
         return text
 
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
@@ -540,10 +599,10 @@ def _value_line(record: TensorRecord) -> str:
     return f"{shape} · {shaped_text(record.data, 40)}"
 
 
-def _shape_line(record: TensorRecord) -> str:
+def _shape_line(shape: tuple[int, ...], dtype: str) -> str:
     """Shape and dtype from the record itself: no summary is computed."""
-    shape = "×".join(str(n) for n in record.shape) if record.shape else "scalar"
-    return f"{shape} {record.dtype}"
+    text = "×".join(str(n) for n in shape) if shape else "scalar"
+    return f"{text} {dtype}"
 
 
 def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> str:
@@ -554,7 +613,7 @@ def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> st
         )
 
     if not values:  # a structure-only drawing: no summary is computed
-        data, grad = _shape_line(record), "not shown"
+        data, grad = _shape_line(record.shape, record.dtype), "not shown"
         shapes = False
     else:
         data = "?" if record.data is None else record.data.text(40)
