@@ -70,9 +70,8 @@ def test_records_built_on_first_use_equal_the_eager_ones(
     assert graph.tensor_rows() is None and graph.tensors is lazy  # built once
     eager = _eager(roots, names)
     assert [_fields(r) for r in lazy] == [_fields(r) for r in eager]
-    assert [(r.id, r.name, r.role, tuple(r.shape), r.dtype, r.node_id, r.is_root) for r in lazy] == [
-        (row[0], row[1], row[2], tuple(row[3]), row[4], row[5], row[6]) for row in rows
-    ]
+    fields = [(r.id, r.name, r.role, r.shape, r.dtype, r.node_id, r.is_root) for r in lazy]
+    assert fields == [(*row[:3], tuple(row[3]), *row[4:]) for row in rows]
 
 
 OPTIONS: list[dict[str, Any]] = [

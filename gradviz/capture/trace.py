@@ -190,13 +190,17 @@ class _Walker:
         next_functions = _autograd.next_functions_of
         variable = _autograd.variable_of
         tensor_type = torch.Tensor
+        # type -> its __name__, which builds a new string each time for torch's C++ node
+        # types; one string per type also keeps its hash for the drawing's lookups
+        type_names: dict[type, str] = {}
         root_ids: list[str] = []
         for torch_node, _ in root_edges:
             node_id = ids.get(torch_node)
             if node_id is None:
                 node_id = ids[torch_node] = f"n{len(torch_nodes)}"
                 add_node(torch_node)
-                type_name = type(torch_node).__name__
+                kind = type(torch_node)
+                type_name = type_names.get(kind) or type_names.setdefault(kind, kind.__name__)
                 add_row((node_id, type_name))
                 if type_name == "AccumulateGrad":
                     leaf = variable(torch_node)
@@ -213,7 +217,10 @@ class _Walker:
                     if dst is None:  # found: the same steps as for a root above
                         dst = ids[child] = f"n{len(torch_nodes)}"
                         add_node(child)
-                        type_name = type(child).__name__
+                        kind = type(child)
+                        type_name = type_names.get(kind) or type_names.setdefault(
+                            kind, kind.__name__
+                        )
                         add_row((dst, type_name))
                         if type_name == "AccumulateGrad":
                             leaf = variable(child)

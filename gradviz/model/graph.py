@@ -200,6 +200,10 @@ def tensor_label(name: str | None, is_root: bool, role: Role) -> str:
     return "constant" if role is Role.CONSTANT else "tensor"
 
 
+# str(n) of the small numbers edges hold (slots, output numbers), made once
+_NUMBERS = {n: str(n) for n in range(256)}
+
+
 # a node as a drawing of its type needs it: (id, type_name); an edge: (src, slot, dst, input_nr)
 NodeRow = tuple[str, str]
 EdgeRow = tuple[str, int, str | None, int]
@@ -410,8 +414,14 @@ class Graph:
             parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
         else:  # the same text, joined in one call per row
             parts = list(map(":".join, rows))
-        # "%s" writes what "{}" does (str of each field), in one C call per row
-        parts += map("%s.%s>%s.%s".__mod__, self.edge_rows())
+        if self._edges is None:  # a walk's rows: slots and output numbers are small ints
+            numbers = _NUMBERS
+            try:
+                parts += [f"{s}.{numbers[i]}>{d}.{numbers[n]}" for s, i, d, n in self._edge_rows]
+            except KeyError:  # a number without a text ready
+                parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in self._edge_rows]
+        else:
+            parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in self.edge_rows()]
         tensor_rows = self.tensor_rows()
         if tensor_rows is None:
             parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]

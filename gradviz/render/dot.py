@@ -18,6 +18,7 @@ from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord, TensorRow, tensor_label
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
+from gradviz.render.dot_texts import texts_for
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
@@ -91,9 +92,15 @@ def _all_plain(ids: list[object]) -> bool:
 
 def _multi_output_nodes(graph: Graph) -> set[str]:
     """``Graph.is_multi_output`` for every node, in one pass over the edges."""
+    rows = graph.edge_rows()
+    # an edge into an output other than 0 marks its node; with no negative output numbers
+    # (a hand-built graph may have them) that is the whole rule
+    into_others = [row for row in rows if row[3] and row[2] is not None]
+    if all(row[3] > 0 for row in into_others):
+        return {row[2] for row in into_others}  # type: ignore[misc]  # not None: above
     first: dict[str, int] = {}
     multi: set[str] = set()
-    for _, _, dst, input_nr in graph.edge_rows():
+    for _, _, dst, input_nr in rows:
         if dst is None:
             continue
         if input_nr > 0 or first.setdefault(dst, input_nr) != input_nr:
@@ -162,9 +169,19 @@ def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
 
 
 def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
-    """The opening lines every gradviz DOT shares: graph, node and edge defaults."""
+    """The opening lines every gradviz DOT shares: graph, node and edge defaults (a new
+    list; its text is kept per theme, prefix and direction: ``dot_texts``)."""
+    # checks the theme again (a new value): its values go into DOT (and the SVG) as they are
+    headers = texts_for(theme, True).headers
+    key = (prefix, direction, tuple(graph_extra.items()))
+    lines = headers.get(key)
+    if lines is None:
+        lines = headers[key] = tuple(_header(theme, prefix, direction, graph_extra))
+    return list(lines)
+
+
+def _header(theme: Theme, prefix: str, direction: str, graph_extra: dict[str, str]) -> list[str]:
     t = theme
-    t.check()  # again: its values go into DOT (and the SVG) as they are
     graph = _attrs(
         id=prefix,
         rankdir=direction,
@@ -189,20 +206,21 @@ class _DotWriter:
         # ids are the prefix and checked ids (check_ids): quoted as they are, not escaped
         self._plain_ids = _PLAIN_PREFIX.fullmatch(self.prefix) is not None
         self.lines: list[str] = []
-        # the attributes every node / off-graph input shares, written once (same text and
-        # order as _attrs would give)
-        self._node_style = _attr_list(self._style(self.theme.node))
         self._multi_output = _multi_output_nodes(graph)
-        self._role_cache: dict[Role, tuple[str, str]] = {}
-        self._type_cache: dict[str, tuple[str, str | None]] = {}
-        # the text after a plain node's id, per node type (the type escaped once per drawing)
-        self._node_tails: dict[str, str] = {}
-        # a tensor box's escaped name and tooltip attribute, per label; its shape line, per
-        # (shape, dtype): a model's leaves repeat a few of each
-        self._label_cache: dict[str, tuple[str, str]] = {}
-        self._shape_cache: dict[tuple[tuple[int, ...], str], str] = {}
-        self._offgraph_tail: str | None = None
-        self._box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
+        # text that depends on the theme and names only, kept from drawing to drawing
+        # (dot_texts): each role's style, each node type's box, each tensor name's and
+        # shape's text; a model's leaves repeat a few of each
+        self._texts = texts = texts_for(self.theme, options.shapes)
+        if texts.node_style is None:
+            # the attributes every node shares (same text and order as _attrs would give)
+            texts.node_style = _attr_list(self._style(self.theme.node))
+        self._node_style = texts.node_style
+        self._role_cache = texts.roles
+        self._type_cache = texts.types
+        self._node_tails = texts.node_tails
+        self._label_cache = texts.labels
+        self._shape_cache = texts.shapes
+        self._box_tails = texts.box_tails
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
@@ -210,7 +228,7 @@ class _DotWriter:
         if tensor_rows is None:
             self._roots()
         else:
-            self._row_boxes(tensor_rows, roots=True)
+            self._row_roots(tensor_rows)
         rows = self.graph.node_rows()
         if rows is not None and not self.options.saved:  # fresh from trace(): plain nodes
             self._plain_nodes(rows)
@@ -221,7 +239,7 @@ class _DotWriter:
         if tensor_rows is None:
             self._tensors()
         else:
-            self._row_boxes(tensor_rows, roots=False)
+            self._row_leaves(tensor_rows)
         if self.options.legend:
             self._legend()
         self.lines.append("}")
@@ -270,8 +288,14 @@ class _DotWriter:
             for node_id, type_name in rows:
                 append(f"  {node_id} [id={dot_quote(f'{prefix}_{node_id}')} {tail(type_name)}];")
             return
-        for node_id, type_name in rows:
-            append(f'  {node_id} [id="{prefix}_{node_id}" {tail(type_name)}];')
+        tails = self._node_tails  # kept from drawing to drawing: usually every type is in
+        try:
+            lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
+        except KeyError:  # a type not drawn before: make its tail, then write them all
+            for _, type_name in rows:
+                tail(type_name)
+            lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
+        self.lines += lines
 
     def _edges(self) -> None:
         """Every edge, the usual ones (no label, width or head label) written directly."""
@@ -282,12 +306,22 @@ class _DotWriter:
             return
         multi = self._multi_output
         prefix = self.prefix
-        append = self.lines.append
-        for src, slot, dst, input_nr in self.graph.edge_rows():
-            if dst is None or dst in multi:
-                self._edge(Edge.made(src, slot, dst, input_nr))
-            else:
-                append(f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];')
+        special = self._edge_text
+        self.lines += [
+            f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];'
+            if dst is not None and dst not in multi
+            else special(src, slot, dst, input_nr)
+            for src, slot, dst, input_nr in self.graph.edge_rows()
+        ]
+
+    def _edge_text(self, src: str, slot: int, dst: str | None, input_nr: int) -> str:
+        """``_edge``'s line or lines as one text, joined as ``write`` joins lines."""
+        lines = self.lines
+        start = len(lines)
+        self._edge(Edge.made(src, slot, dst, input_nr))
+        text = "\n".join(lines[start:])
+        del lines[start:]
+        return text
 
     def _node(self, node: Node) -> None:
         folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
@@ -327,9 +361,9 @@ class _DotWriter:
         if edge.dst is None:
             off_id = f"c_{edge.src}_{edge.slot}"
             self.lines.append(
-                f"  {off_id} [id={dot_quote(f'{self.prefix}_{off_id}')} {self._offgraph()}];"
+                f"  {off_id} [id={self._id(f'{self.prefix}_{off_id}')} {self._offgraph()}];"
             )
-            edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+            edge_id = self._id(f"{self.prefix}_e_{edge.src}_{edge.slot}")
             label_attribute = "" if label is None else f" label={label}"
             self.lines.append(
                 f"  {edge.src} -> {off_id} [id={edge_id} "
@@ -364,8 +398,8 @@ class _DotWriter:
 
     def _offgraph(self) -> str:
         """The attributes after the id of an off-graph input's box, the same for all."""
-        if self._offgraph_tail is None:
-            self._offgraph_tail = _attr_list(
+        if self._texts.offgraph_tail is None:
+            self._texts.offgraph_tail = _attr_list(
                 {
                     "class": "gv_offgraph",
                     "shape": "box",
@@ -376,7 +410,7 @@ class _DotWriter:
                     **self._style(self.theme.constant),
                 }
             )
-        return self._offgraph_tail
+        return self._texts.offgraph_tail
 
     def _grad_label(self, text: str | None) -> str | None:
         """A gradient shown on an edge: one line, so the SVG holds it as one <text>."""
@@ -412,32 +446,47 @@ class _DotWriter:
             return None
         return self.graph.tensor_rows()
 
-    def _row_boxes(self, rows: list[TensorRow], roots: bool) -> None:
-        """``_roots`` (``roots``) or ``_tensors``, from tensor rows: the same lines."""
+    def _row_roots(self, rows: list[TensorRow]) -> None:
+        """``_roots`` from tensor rows: the same lines (a root flows into its node)."""
         prefix = self.prefix
-        append = self.lines.append
-        box_tails = self._box_tails
-        leaf = Role.LEAF
         for record_id, name, role, shape, dtype, node_id, is_root in rows:
-            if roots:
-                if not is_root:
-                    continue
-            elif is_root or role is not leaf or node_id is None:
+            if not is_root:
                 continue
             label = tensor_label(name, is_root, role)
-            key = (role, label, shape, dtype)
-            tail = box_tails.get(key)
             style, link_colour = self._role_attrs(role)
+            tail = self._box_tails.get((role, label, shape, dtype))
             if tail is None:
-                tail = box_tails[key] = self._compact_tail(role, label, shape, dtype, style)
-            append(f'  {record_id} [id="{prefix}_{record_id}" {tail}];')
-            if node_id is None:
+                tail = self._compact_tail(role, label, shape, dtype, style)
+                self._box_tails[(role, label, shape, dtype)] = tail
+            self.lines.append(f'  {record_id} [id="{prefix}_{record_id}" {tail}];')
+            if node_id is not None:
+                self.lines.append(
+                    f'  {record_id} -> {node_id} [id="{prefix}_l_{record_id}" '
+                    f'class="gv_link" style="dashed" {link_colour}];'
+                )
+
+    def _row_leaves(self, rows: list[TensorRow]) -> None:
+        """``_tensors`` from tensor rows: each leaf's box and the link from its node, as one
+        text (``write`` joins lines with newlines)."""
+        prefix = self.prefix
+        box_tails = self._box_tails
+        leaf = Role.LEAF
+        style, colour = self._role_attrs(leaf)
+        lines = []
+        for record_id, name, role, shape, dtype, node_id, is_root in rows:
+            if is_root or role is not leaf or node_id is None:
                 continue
-            link = f'[id="{prefix}_l_{record_id}" class="gv_link" style="dashed" {link_colour}]'
-            if roots:  # as _tensor_box: a root flows into its node, even a leaf
-                append(f"  {record_id} -> {node_id} {link};")
-            else:  # AccumulateGrad writes into the leaf's .grad: draw it flowing there
-                append(f"  {node_id} -> {record_id} {link};")
+            label = name or "leaf"  # tensor_label of a leaf that is no root
+            key = (leaf, label, shape, dtype)
+            tail = box_tails.get(key)
+            if tail is None:
+                tail = box_tails[key] = self._compact_tail(leaf, label, shape, dtype, style)
+            lines.append(
+                f'  {record_id} [id="{prefix}_{record_id}" {tail}];\n'
+                f'  {node_id} -> {record_id} [id="{prefix}_l_{record_id}" class="gv_link" '
+                f'style="dashed" {colour}];'
+            )
+        self.lines += lines
 
     def _role_attrs(self, role: Role) -> tuple[str, str]:
         """The style attributes of a role's tensor boxes and the colour of its links, as
@@ -532,8 +581,18 @@ class _DotWriter:
     def _legend(self) -> None:
         """One sample per role, drawn with the very attributes that role's boxes get
         (``role_attributes``), so the legend cannot promise a look the nodes lack."""
+        labels = [*self.options.edge_labels.values(), *self.options.link_labels.values()]
+        note = any("‖" in text for text in labels)  # a gradient too big to show, in short
+        legends = self._texts.legends
+        lines = legends.get((self.prefix, note))
+        if lines is None:
+            lines = legends[(self.prefix, note)] = tuple(self._legend_lines(note))
+        self.lines.extend(lines)
+
+    def _legend_lines(self, note: bool) -> list[str]:
+        lines = []
         legend_id = f"{self.prefix}_legend"
-        self.lines.append(
+        lines.append(
             f"  subgraph cluster_legend {{ id={dot_quote(legend_id)} "
             'class="gv_legend" label="" style="rounded" color="#d0d0d0" margin=6'
         )
@@ -542,7 +601,7 @@ class _DotWriter:
             name = f"legend_{role.value}"
             names.append(name)
             text = f'<<FONT POINT-SIZE="9">{html_text(style.legend)}</FONT>>'
-            self.lines.append(
+            lines.append(
                 f"    {name} "
                 + _attrs(
                     id=f"{legend_id}_{role.value}",
@@ -553,26 +612,26 @@ class _DotWriter:
                 )
                 + ";"
             )
-        labels = [*self.options.edge_labels.values(), *self.options.link_labels.values()]
-        if any("‖" in text for text in labels):  # a gradient too big to show, in short
+        if note:
             names.append("legend_edges")
-            note = "edge: its gradient, or shape ‖norm‖ when big (4×2 ‖0.36‖)"
-            self.lines.append(
+            text = "edge: its gradient, or shape ‖norm‖ when big (4×2 ‖0.36‖)"
+            lines.append(
                 "    legend_edges "
                 + _attrs(
                     id=f"{legend_id}_edges",
                     class_="gv_legend_item",
                     shape="plaintext",
-                    label=f'<<FONT POINT-SIZE="9">{html_text(note)}</FONT>>',
+                    label=f'<<FONT POINT-SIZE="9">{html_text(text)}</FONT>>',
                     fontcolor=self.theme.edge_label,
                 )
                 + ";"
             )
-        self.lines.append("    {rank=same; " + "; ".join(names) + ";}")
+        lines.append("    {rank=same; " + "; ".join(names) + ";}")
         if len(names) > 1:
             chain = " -> ".join(names)
-            self.lines.append(f"    {chain} [style=invis];")
-        self.lines.append("  }")
+            lines.append(f"    {chain} [style=invis];")
+        lines.append("  }")
+        return lines
 
 
 def role_attributes(style: RoleStyle) -> dict[str, str]:
