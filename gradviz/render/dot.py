@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from operator import itemgetter
 
 from gradviz.errors import InvalidInput
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
@@ -111,21 +112,11 @@ def _multi_output_nodes(graph: Graph) -> set[str]:
 def check_ids(graph: Graph) -> None:
     """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
     built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
-    rows = graph.node_rows()
-    ids: list[object] = [node.id for node in graph.nodes] if rows is None else [r[0] for r in rows]
-    edges = graph.edge_rows()
-    ids += [edge[0] for edge in edges]
-    ids += [edge[2] for edge in edges if edge[2] is not None]
-    tensor_rows = graph.tensor_rows()
-    if tensor_rows is None:
-        ids += [record.id for record in graph.tensors]
-        ids += [record.node_id for record in graph.tensors if record.node_id is not None]
-    else:  # the same fields, before any record is built
-        ids += [row[0] for row in tensor_rows]
-        ids += [row[5] for row in tensor_rows if row[5] is not None]
-    if graph.forward is not None:
-        ids += [item.id for item in graph.forward.tensors]
-    if _all_plain(ids):
+    try:
+        plain = _all_plain(list(_unique_ids(graph)))
+    except TypeError:  # an id that cannot be hashed: certainly no plain one
+        plain = False
+    if plain:
         return
     for node in graph.nodes:  # one is not: name it
         dot_id(node.id)
@@ -140,6 +131,28 @@ def check_ids(graph: Graph) -> None:
     if graph.forward is not None:
         for item in graph.forward.tensors:
             dot_id(item.id)
+
+
+def _unique_ids(graph: Graph) -> set[object]:
+    """Every id a drawing writes unquoted, once each (an edge's ends repeat node ids);
+    collected by C-level maps over the rows (the order does not matter to the check)."""
+    first, third = itemgetter(0), itemgetter(2)
+    rows = graph.node_rows()
+    ids: set[object] = {n.id for n in graph.nodes} if rows is None else set(map(first, rows))
+    edges = graph.edge_rows()
+    ids.update(map(first, edges))
+    ends: set[object] = set(map(third, edges))
+    ends.discard(None)  # an input off the graph
+    tensor_rows = graph.tensor_rows()
+    if tensor_rows is None:
+        ids.update([record.id for record in graph.tensors])
+        ends.update([record.node_id for record in graph.tensors if record.node_id is not None])
+    else:  # the same fields, before any record is built
+        ids.update(map(first, tensor_rows))
+        ends.update([row[5] for row in tensor_rows if row[5] is not None])
+    if graph.forward is not None:
+        ids.update([item.id for item in graph.forward.tensors])
+    return ids | ends
 
 
 def _attrs(**attributes: str | float | None) -> str:
