@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from operator import itemgetter
 
-from gradviz.errors import InvalidInput
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord, TensorRow, tensor_label
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
+from gradviz.render.dot_ids import check_ids, dot_id
 from gradviz.render.dot_texts import texts_for
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
@@ -48,47 +47,8 @@ def svg_ids(prefix: str) -> dict[str, str]:
     }
 
 
-# What may stand unquoted in DOT as a node name: a plain identifier that is no DOT keyword
-# (nor the legend's own name); every id gradviz makes ('n3', 't0', 'f12') is one.
-_DOT_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_DOT_KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict", "legend"))
-
-
-def dot_id(text: object) -> str:
-    """``text`` when it can stand as a DOT node name as it is; else ``InvalidInput``.
-
-    The DOT writers put ids unquoted (and re-read their own DOT line by line), so an id
-    is only let through when it is inert by its form: no quoting rule is relied on."""
-    if type(text) is not str or _DOT_ID.fullmatch(text) is None or text.lower() in _DOT_KEYWORDS:
-        shown = repr(text)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise InvalidInput(
-            f"the graph holds the id {shown}, which gradviz does not draw: ids are letters, "
-            "digits and '_' (as trace() makes them, 'n3', 't0')"
-        )
-    return text
-
-
-# many ids at once, one per line: one regular-expression match instead of one per id
-_DOT_IDS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]{0,63}\n)*")
 # a prefix that a DOT string holds as it is (options.py allows letters, digits, '_', '-')
 _PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-# a keyword on a line of its own, in lower case (searched for in lowered text)
-_KEYWORD_LINE = re.compile("\n(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")\n")
-
-
-def _all_plain(ids: list[object]) -> bool:
-    """Whether every id is a plain identifier (what ``dot_id`` lets through), at once."""
-    if not ids:
-        return True
-    if not set(map(type, ids)) <= {str}:
-        return False
-    joined = "\n".join(ids) + "\n"  # type: ignore[arg-type]  # all str: checked above
-    if _DOT_IDS.fullmatch(joined) is None:
-        return False
-    return _KEYWORD_LINE.search("\n" + joined.lower()) is None
 
 
 def _multi_output_nodes(graph: Graph) -> set[str]:
@@ -107,52 +67,6 @@ def _multi_output_nodes(graph: Graph) -> set[str]:
         if input_nr > 0 or first.setdefault(dst, input_nr) != input_nr:
             multi.add(dst)
     return multi
-
-
-def check_ids(graph: Graph) -> None:
-    """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
-    built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
-    try:
-        plain = _all_plain(list(_unique_ids(graph)))
-    except TypeError:  # an id that cannot be hashed: certainly no plain one
-        plain = False
-    if plain:
-        return
-    for node in graph.nodes:  # one is not: name it
-        dot_id(node.id)
-    for edge in graph.edges:
-        dot_id(edge.src)
-        if edge.dst is not None:
-            dot_id(edge.dst)
-    for record in graph.tensors:
-        dot_id(record.id)
-        if record.node_id is not None:
-            dot_id(record.node_id)
-    if graph.forward is not None:
-        for item in graph.forward.tensors:
-            dot_id(item.id)
-
-
-def _unique_ids(graph: Graph) -> set[object]:
-    """Every id a drawing writes unquoted, once each (an edge's ends repeat node ids);
-    collected by C-level maps over the rows (the order does not matter to the check)."""
-    first, third = itemgetter(0), itemgetter(2)
-    rows = graph.node_rows()
-    ids: set[object] = {n.id for n in graph.nodes} if rows is None else set(map(first, rows))
-    edges = graph.edge_rows()
-    ids.update(map(first, edges))
-    ends: set[object] = set(map(third, edges))
-    ends.discard(None)  # an input off the graph
-    tensor_rows = graph.tensor_rows()
-    if tensor_rows is None:
-        ids.update([record.id for record in graph.tensors])
-        ends.update([record.node_id for record in graph.tensors if record.node_id is not None])
-    else:  # the same fields, before any record is built
-        ids.update(map(first, tensor_rows))
-        ends.update([row[5] for row in tensor_rows if row[5] is not None])
-    if graph.forward is not None:
-        ids.update([item.id for item in graph.forward.tensors])
-    return ids | ends
 
 
 def _attrs(**attributes: str | float | None) -> str:
