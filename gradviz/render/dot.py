@@ -396,7 +396,7 @@ class _DotWriter:
         """``_tensors`` from tensor rows: each leaf's box and the link from its node, as one
         text (``write`` joins lines with newlines)."""
         prefix = self.prefix
-        box_tails = self._box_tails
+        leaf_tails = self._texts.leaf_tails  # keyed without the role: hashing an Enum is slow
         leaf = Role.LEAF
         style, colour = self._role_attrs(leaf)
         lines = []
@@ -404,10 +404,10 @@ class _DotWriter:
             if is_root or role is not leaf or node_id is None:
                 continue
             label = name or "leaf"  # tensor_label of a leaf that is no root
-            key = (leaf, label, shape, dtype)
-            tail = box_tails.get(key)
+            key = (label, shape, dtype)
+            tail = leaf_tails.get(key)
             if tail is None:
-                tail = box_tails[key] = self._compact_tail(leaf, label, shape, dtype, style)
+                tail = leaf_tails[key] = self._compact_tail(leaf, label, shape, dtype, style)
             lines.append(
                 f'  {record_id} [id="{prefix}_{record_id}" {tail}];\n'
                 f'  {node_id} -> {record_id} [id="{prefix}_l_{record_id}" class="gv_link" '

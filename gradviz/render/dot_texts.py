@@ -35,6 +35,8 @@ class DotTexts:
         self.shapes: dict[tuple[tuple[int, ...], str], str] = {}  # escaped shape line
         # what follows a compact box's id, per (role, label, shape, dtype)
         self.box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
+        # the same for leaves that are no root, per (label, shape, dtype)
+        self.leaf_tails: dict[tuple[str, tuple[int, ...], str], str] = {}
         self.headers: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[str, ...]] = {}
         self.legends: dict[tuple[str, bool], tuple[str, ...]] = {}  # (prefix, note) -> lines
 
@@ -44,6 +46,7 @@ class DotTexts:
             + len(self.labels)
             + len(self.shapes)
             + len(self.box_tails)
+            + len(self.leaf_tails)
             + len(self.headers)
             + len(self.legends)
         )
