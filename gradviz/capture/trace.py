@@ -175,6 +175,7 @@ class _Walker:
         self.device_names: dict[torch.device, str] = {}  # str(device) builds a new string
         self.dtype_names: dict[torch.dtype, str] = {}
         self.read_saved = self.saved.read  # one bound method for all nodes
+        self.root_edges: dict[int, tuple[Any, int]] = {}
 
     def walk(self) -> Graph:
         """Breadth first: ``torch_nodes`` is the queue too (a node is taken in the order it
@@ -182,6 +183,8 @@ class _Walker:
         (``_object_builder``), their saved values read on first use after that
         (``_SavedReader``), the tensor records on first use of ``graph.tensors``."""
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
+        # a root's record takes its gradient edge from here (torch builds each in Python)
+        self.root_edges = dict(zip(map(id, self.roots), root_edges, strict=True))
         ids = self.ids
         torch_nodes = self.torch_nodes
         rows = self.rows
@@ -311,7 +314,8 @@ class _Walker:
             if node_id is not None:
                 output_nr = 0
             else:
-                torch_node, output_nr = _autograd.gradient_edge(tensor)
+                edge = self.root_edges.get(id(tensor)) if is_root else None
+                torch_node, output_nr = edge or _autograd.gradient_edge(tensor)
                 node_id = self.ids.get(torch_node)
                 if node_id is None:
                     output_nr = None
