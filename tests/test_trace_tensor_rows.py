@@ -142,3 +142,19 @@ def test_records_appended_after_the_trace_stay() -> None:
     graph.tensors.append(extra)
     assert graph.tensors[-1] is extra and graph.tensor_rows() is None
     assert 't9 [id="' in graph.to_dot(values=False, view="combined")
+
+
+@pytest.mark.parametrize("bad", ["Node", "EDGE", "Legend", "sub graph"])
+def test_the_check_of_all_ids_at_once_refuses_a_keyword_in_any_case(bad: str) -> None:
+    from gradviz.errors import InvalidInput
+    from gradviz.model.graph import Edge, Graph, Node
+    from gradviz.render.dot import check_ids
+
+    graph = Graph(
+        [Node("n0", "X", "X", 1), Node(bad, "Y", "Y", 0)],
+        [Edge("n0", 0, bad, 0)],
+        ["n0"],
+        [],
+    )
+    with pytest.raises(InvalidInput, match="does not draw"):
+        check_ids(graph)

@@ -170,7 +170,8 @@ class _DotWriter:
         if self.options.legend:
             self._legend()
         self.lines.append("}")
-        return "\n".join(self.lines) + "\n"
+        self.lines.append("")  # the text ends in a newline: joined once, not copied again
+        return "\n".join(self.lines)
 
     # -- pieces --------------------------------------------------------------------------
     def _id(self, text: str) -> str:

@@ -39,8 +39,11 @@ def dot_id(text: object) -> str:
 # many ids at once, one per line: one regular-expression match instead of one per id
 _DOT_IDS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]{0,63}\n)*")
 
-# a keyword on a line of its own, in lower case (searched for in lowered text)
-_KEYWORD_LINE = re.compile("\n(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")\n")
+# a keyword on a line of its own, in any case (searched for in text the pattern above
+# matched: ASCII only, where IGNORECASE is what lower() would do)
+_KEYWORD_LINE = re.compile(
+    "^(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")\n", re.MULTILINE | re.IGNORECASE
+)
 
 
 def _all_plain(ids: list[object]) -> bool:
@@ -49,10 +52,10 @@ def _all_plain(ids: list[object]) -> bool:
         return True
     if not set(map(type, ids)) <= {str}:
         return False
-    joined = "\n".join(ids) + "\n"  # type: ignore[arg-type]  # all str: checked above
-    if _DOT_IDS.fullmatch(joined) is None:
+    joined = "\n".join([*ids, ""])  # type: ignore[list-item]  # all str: checked above
+    if _DOT_IDS.fullmatch(joined) is None:  # each id ends in a newline
         return False
-    return _KEYWORD_LINE.search("\n" + joined.lower()) is None
+    return _KEYWORD_LINE.search(joined) is None
 
 
 def check_ids(graph: Graph) -> None:
