@@ -6,6 +6,7 @@ keeping them here means a change in PyTorch breaks one module, not every module.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +26,11 @@ __all__ = [
     "leaf_variable",
     "move_to_front",
     "next_functions",
+    "next_functions_of",
     "node_facts",
     "reentrant_checkpoint",
     "saved_values",
+    "variable_of",
     "version",
 ]
 
@@ -71,6 +74,14 @@ def version(tensor: torch.Tensor) -> int:
 def next_functions(node: Node) -> tuple[tuple[Node | None, int], ...]:
     """The node's inputs in the backward function's order: ``(node or None, input_nr)``."""
     return tuple(node.next_functions)
+
+
+# ``next_functions`` and an AccumulateGrad's ``variable`` for a walk's hot loop: read
+# without a Python call per node (``next_functions`` copies; ``leaf_variable`` checks)
+next_functions_of: Callable[[Node], tuple[tuple[Node | None, int], ...]] = operator.attrgetter(
+    "next_functions"
+)
+variable_of: Callable[[Node], object] = operator.attrgetter("variable")
 
 
 def is_accumulate_grad(node: Node) -> bool:

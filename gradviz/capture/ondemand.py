@@ -41,16 +41,15 @@ class LiveTensorRecord(TensorRecord):
     _grad_from: _Source = None
 
     @classmethod
-    def made(
-        cls, data: tuple[torch.Tensor, int], grad: torch.Tensor | None, **fields: Any
-    ) -> LiveTensorRecord:
+    def made(cls, data: tuple[torch.Tensor, int], grad: _Source, **fields: Any) -> LiveTensorRecord:
         """``cls(**fields, data=None, grad=None)``, its summaries pending, without the
         dataclass ``__init__`` (its property setters cost more than the rest of a record);
-        ``data`` is the tensor and its ``_version`` (the caller has read it already)."""
+        ``data`` is the tensor and its ``_version``, ``grad`` its ``.grad`` and that one's
+        version, or None (the caller read them when it traced the tensor)."""
         record = object.__new__(cls)
         record.__dict__.update(fields, data=None, grad=None)
         record._data_from = data
-        record._grad_from = None if grad is None else (grad, _autograd.version(grad))
+        record._grad_from = grad
         return record
 
     @property

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -24,6 +22,7 @@ from gradviz.model.graph import (
     SavedStorages,
     SavedValue,
     TensorRecord,
+    TensorRow,
 )
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
 from gradviz.model.values import Role, Summary
@@ -55,23 +54,28 @@ _gc_pauses = 0  # gc_paused() blocks running now, in any thread
 _gc_was_enabled = False  # the collector's state before the first of them began
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
+class gc_paused:  # named as a function: used as one, with gc_paused(): ...
     """The walk allocates many small objects and frees none; the cyclic collector would
     rescan them over and over (it took half the time of a 100,000-node walk).
 
     Counted, so that overlapping blocks (two threads recording at once) keep it paused
     until the last one ends, which restores the state from before the first one began.
+    A class, not a generator context manager: a trace enters it once, and the generator's
+    machinery cost more than the pause itself on a small graph.
     """
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _gc_pauses, _gc_was_enabled
+        with _gc_lock:
+            if _gc_pauses == 0:
+                _gc_was_enabled = gc.isenabled()
+                gc.disable()
+            _gc_pauses += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _gc_pauses
         with _gc_lock:
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_was_enabled:
@@ -163,73 +167,140 @@ class _Walker:
         self.torch_nodes: list[Any] = []  # in visit order
         self.rows: list[NodeRow] = []
         self.edges: list[EdgeRow] = []
-        self.leaves: list[torch.Tensor] = []  # each AccumulateGrad's leaf, in visit order
+        # each AccumulateGrad's leaf and the node's id, in visit order
+        self.leaves: list[tuple[torch.Tensor, str]] = []
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
         self.leaf_nodes: dict[int, str] = {}
         self.saved = _SavedReader()
         self.device_names: dict[torch.device, str] = {}  # str(device) builds a new string
+        self.dtype_names: dict[torch.dtype, str] = {}
         self.read_saved = self.saved.read  # one bound method for all nodes
+        self.root_edges: dict[int, tuple[Any, int]] = {}
 
     def walk(self) -> Graph:
+        """Breadth first: ``torch_nodes`` is the queue too (a node is taken in the order it
+        was found). Structure only: the ``Node`` objects are built on first use
+        (``_object_builder``), their saved values read on first use after that
+        (``_SavedReader``), the tensor records on first use of ``graph.tensors``."""
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
+        # a root's record takes its gradient edge from here (torch builds each in Python)
+        self.root_edges = dict(zip(map(id, self.roots), root_edges, strict=True))
         ids = self.ids
-        visit = self._visit
+        torch_nodes = self.torch_nodes
+        rows = self.rows
         edges = self.edges
-        next_functions = _autograd.next_functions
-        queue: deque[Any] = deque()
+        leaves = self.leaves
+        add_node = torch_nodes.append
+        add_row = rows.append
+        add_edge = edges.append
+        add_leaf = leaves.append
+        next_functions = _autograd.next_functions_of
+        variable = _autograd.variable_of
+        tensor_type = torch.Tensor
+        # type -> its __name__, which builds a new string each time for torch's C++ node
+        # types; one string per type also keeps its hash for the drawing's lookups
+        type_names: dict[type, str] = {}
         root_ids: list[str] = []
         for torch_node, _ in root_edges:
-            if torch_node not in ids:
-                visit(torch_node)
-                queue.append(torch_node)
-            root_ids.append(ids[torch_node])
-        while queue:
-            torch_node = queue.popleft()
+            node_id = ids.get(torch_node)
+            if node_id is None:
+                node_id = ids[torch_node] = f"n{len(torch_nodes)}"
+                add_node(torch_node)
+                kind = type(torch_node)
+                type_name = type_names.get(kind) or type_names.setdefault(kind, kind.__name__)
+                add_row((node_id, type_name))
+                if type_name == "AccumulateGrad":
+                    leaf = variable(torch_node)
+                    if isinstance(leaf, tensor_type):
+                        add_leaf((leaf, node_id))
+            root_ids.append(node_id)
+        for torch_node in torch_nodes:  # grows while it is read: the queue
             src = ids[torch_node]
             for slot, (child, input_nr) in enumerate(next_functions(torch_node)):
                 if child is None:
-                    dst = None
+                    add_edge((src, slot, None, input_nr))
                 else:
                     dst = ids.get(child)
-                    if dst is None:
-                        dst = visit(child)
-                        queue.append(child)
-                edges.append((src, slot, dst, input_nr))
-        tensors = self._tensor_records()
+                    if dst is None:  # found: the same steps as for a root above
+                        dst = ids[child] = f"n{len(torch_nodes)}"
+                        add_node(child)
+                        kind = type(child)
+                        type_name = type_names.get(kind) or type_names.setdefault(
+                            kind, kind.__name__
+                        )
+                        add_row((dst, type_name))
+                        if type_name == "AccumulateGrad":
+                            leaf = variable(child)
+                            if isinstance(leaf, tensor_type):
+                                add_leaf((leaf, dst))
+                    add_edge((src, slot, dst, input_nr))
+        for leaf, node_id in reversed(leaves):  # the first node of a leaf wins
+            self.leaf_nodes[id(leaf)] = node_id
+        tensor_rows, build_tensors = self._tensor_rows()
         build = _object_builder(self.torch_nodes, edges, self.read_saved)
-        graph = Graph.from_rows(self.rows, edges, build, _unique(root_ids), tensors)
+        graph = Graph.from_rows(rows, edges, build, _unique(root_ids), tensor_rows, build_tensors)
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
         graph.saved_storages_source = self.saved.storages
         return graph
 
-    def _visit(self, torch_node: Any) -> str:
-        """Structure only: the ``Node`` objects are built on first use (``_object_builder``),
-        their saved values read on first use after that (``_SavedReader``)."""
-        node_id = f"n{len(self.torch_nodes)}"
-        self.ids[torch_node] = node_id
-        self.torch_nodes.append(torch_node)
-        type_name = type(torch_node).__name__
-        self.rows.append((node_id, type_name))
-        if type_name == "AccumulateGrad":
-            leaf = _autograd.leaf_variable(torch_node)
-            if leaf is not None:
-                self.leaves.append(leaf)
-                self.leaf_nodes.setdefault(id(leaf), node_id)
-        return node_id
-
-    def _tensor_records(self) -> list[TensorRecord]:
-        records: list[TensorRecord] = []
+    def _tensor_rows(self) -> tuple[list[TensorRow], Callable[[], list[TensorRecord]]]:
+        """Each tensor's ``TensorRow`` now, and a builder of its ``TensorRecord`` for first
+        use. What may change later (the version, ``.grad``, ``requires_grad``, the shape,
+        dtype and device: ``tensor.data = ...`` changes those and no version) is read now;
+        the rest of a leaf's record follows from it. Roots, other named tensors and a
+        leaf that is not a plain one get their whole record now (``_record``)."""
+        rows: list[TensorRow] = []
+        sources: list[TensorRecord | _LeafSource] = []
         seen: set[int] = set()
-        record = self._record
-        named = [tensor for _, tensor in self.named.values()]
-        # roots first, then leaves in visit order, then the other named tensors; once each
-        for is_root, tensors in ((True, self.roots), (False, self.leaves), (False, named)):
-            for tensor in tensors:
-                key = id(tensor)
-                if key not in seen:
-                    seen.add(key)
-                    records.append(record(f"t{len(records)}", tensor, is_root))
-        return records
+        named = self.named
+        for tensor in self.roots:
+            if id(tensor) not in seen:
+                seen.add(id(tensor))
+                record = self._record(f"t{len(rows)}", tensor, True)
+                rows.append(_row_of(record))
+                sources.append(record)
+        dtype_names = self.dtype_names
+        device_names = self.device_names
+        add_row = rows.append
+        add_source = sources.append
+        leaf_role = Role.LEAF
+        for leaf, node_id in self.leaves:
+            key = id(leaf)
+            if key in seen:
+                continue
+            seen.add(key)
+            record_id = f"t{len(rows)}"
+            if not (leaf.requires_grad and leaf.is_leaf):  # changed since: the long way
+                record = self._record(record_id, leaf, False)
+                add_row(_row_of(record))
+                add_source(record)
+                continue
+            name = named[key][0] if key in named else None
+            try:
+                version = leaf._version
+            except RuntimeError:  # made under inference_mode: no version counter
+                version = 0
+            grad = leaf.grad
+            grad_from = None if grad is None else (grad, _autograd.version(grad))
+            shape = leaf.shape
+            dtype = leaf.dtype
+            dtype_text = dtype_names.get(dtype)
+            if dtype_text is None:
+                dtype_text = dtype_names[dtype] = dtype_name(dtype)
+            device = leaf.device
+            device_name = device_names.get(device)
+            if device_name is None:
+                device_name = device_names[device] = str(device)
+            # the walk found the leaf at its first AccumulateGrad node: that is the node
+            add_row((record_id, name, leaf_role, shape, dtype_text, node_id, False))
+            add_source((leaf, version, grad_from, device_name))
+        for _, tensor in named.values():
+            if id(tensor) not in seen:
+                seen.add(id(tensor))
+                record = self._record(f"t{len(rows)}", tensor, False)
+                rows.append(_row_of(record))
+                sources.append(record)
+        return rows, _tensor_builder(rows, sources)
 
     def _record(self, record_id: str, tensor: torch.Tensor, is_root: bool) -> TensorRecord:
         name = self.named.get(id(tensor), (None, None))[0]
@@ -243,7 +314,8 @@ class _Walker:
             if node_id is not None:
                 output_nr = 0
             else:
-                torch_node, output_nr = _autograd.gradient_edge(tensor)
+                edge = self.root_edges.get(id(tensor)) if is_root else None
+                torch_node, output_nr = edge or _autograd.gradient_edge(tensor)
                 node_id = self.ids.get(torch_node)
                 if node_id is None:
                     output_nr = None
@@ -262,7 +334,7 @@ class _Walker:
             device_name = self.device_names[device] = str(device)
         return LiveTensorRecord.made(
             (tensor, version),
-            grad,
+            None if grad is None else (grad, _autograd.version(grad)),
             id=record_id,
             name=name,
             shape=tuple(tensor.shape),
@@ -278,6 +350,64 @@ class _Walker:
             is_root=is_root,
             tensor=tensor,
         )  # data and grad: summarized on demand (gradviz.capture.ondemand)
+
+
+# a plain leaf's record as the walk read it: (the tensor, its version, (.grad, its version)
+# or None, the device's name)
+_LeafSource = tuple[torch.Tensor, int, tuple[torch.Tensor, int] | None, str]
+
+
+def _row_of(record: TensorRecord) -> TensorRow:
+    return (
+        record.id,
+        record.name,
+        record.role,
+        record.shape,
+        record.dtype,
+        record.node_id,
+        record.is_root,
+    )
+
+
+def _tensor_builder(
+    rows: list[TensorRow], sources: list[TensorRecord | _LeafSource]
+) -> Callable[[], list[TensorRecord]]:
+    """Builds the walk's ``TensorRecord`` objects, one per row, when the graph first needs
+    them: a plain leaf's from what the walk read (requires_grad, is_leaf, output 0 of its
+    AccumulateGrad, no grad_fn), the others as made then."""
+
+    def build() -> list[TensorRecord]:
+        records: list[TensorRecord] = []
+        made = LiveTensorRecord.made
+        for row, source in zip(rows, sources, strict=True):
+            if isinstance(source, TensorRecord):
+                records.append(source)
+                continue
+            tensor, version, grad_from, device = source
+            record_id, name, role, shape, dtype, node_id, is_root = row
+            records.append(
+                made(
+                    (tensor, version),
+                    grad_from,
+                    id=record_id,
+                    name=name,
+                    shape=tuple(shape),
+                    dtype=dtype,
+                    device=device,
+                    requires_grad=True,
+                    is_leaf=True,
+                    version=version,
+                    grad_fn=None,
+                    role=role,
+                    node_id=node_id,
+                    output_nr=0,
+                    is_root=is_root,
+                    tensor=tensor,
+                )
+            )
+        return records
+
+    return build
 
 
 def _object_builder(

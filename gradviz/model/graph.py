@@ -147,14 +147,7 @@ class TensorRecord:
     @property
     def label(self) -> str:
         """The name, or what the tensor is when the user gave it none."""
-        if self.name:
-            return self.name
-        if self.is_root:
-            return "root"
-        role = self.role
-        if role is Role.LEAF:
-            return "leaf"
-        return "constant" if role is Role.CONSTANT else "tensor"
+        return tensor_label(self.name, self.is_root, self.role)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,9 +189,27 @@ class TensorRecord:
         )
 
 
+def tensor_label(name: str | None, is_root: bool, role: Role) -> str:
+    """``TensorRecord.label`` from the fields it reads (a ``TensorRow`` has them too)."""
+    if name:
+        return name
+    if is_root:
+        return "root"
+    if role is Role.LEAF:
+        return "leaf"
+    return "constant" if role is Role.CONSTANT else "tensor"
+
+
+# str(n) of the small numbers edges hold (slots, output numbers), made once
+_NUMBERS = {n: str(n) for n in range(256)}
+
+
 # a node as a drawing of its type needs it: (id, type_name); an edge: (src, slot, dst, input_nr)
 NodeRow = tuple[str, str]
 EdgeRow = tuple[str, int, str | None, int]
+# a tensor as a drawing without values needs it, fields named as in TensorRecord:
+# (id, name, role, shape, dtype, node_id, is_root)
+TensorRow = tuple[str, str | None, Role, tuple[int, ...], str, str | None, bool]
 
 
 class Graph:
@@ -206,7 +217,9 @@ class Graph:
 
     A graph fresh from ``trace()`` holds its nodes and edges as plain rows and builds the
     ``Node`` and ``Edge`` objects on first use of ``nodes`` or ``edges``: a drawing of the
-    structure reads the rows (``node_rows``, ``edge_rows``) and needs no objects.
+    structure reads the rows (``node_rows``, ``edge_rows``) and needs no objects. Its
+    ``TensorRecord`` objects likewise wait for the first use of ``tensors``
+    (``tensor_rows``).
     """
 
     _nodes: list[Node] | None
@@ -214,6 +227,9 @@ class Graph:
     _node_rows: list[NodeRow]
     _edge_rows: list[EdgeRow]
     _build: Callable[[], tuple[list[Node], list[Edge]]] | None
+    _tensors: list[TensorRecord] | None
+    _tensor_rows: list[TensorRow]
+    _build_tensors: Callable[[], list[TensorRecord]] | None
 
     def __init__(
         self,
@@ -224,7 +240,8 @@ class Graph:
     ) -> None:
         self._nodes, self._edges = nodes, edges
         self._node_rows, self._edge_rows, self._build = [], [], None
-        self._start(root_ids, tensors)
+        self._tensors, self._tensor_rows, self._build_tensors = tensors, [], None
+        self._start(root_ids)
 
     @classmethod
     def from_rows(
@@ -233,14 +250,18 @@ class Graph:
         edge_rows: list[EdgeRow],
         build: Callable[[], tuple[list[Node], list[Edge]]],
         root_ids: list[str],
-        tensors: list[TensorRecord],
+        tensor_rows: list[TensorRow],
+        build_tensors: Callable[[], list[TensorRecord]],
     ) -> Graph:
         """A graph whose nodes and edges ``build()`` makes on first use (one per row, in
-        order); until then drawings read the rows."""
+        order), and its tensor records ``build_tensors()`` (one per tensor row, in order);
+        until then drawings read the rows."""
         graph = cls.__new__(cls)
         graph._nodes, graph._edges = None, None
         graph._node_rows, graph._edge_rows, graph._build = node_rows, edge_rows, build
-        graph._start(root_ids, tensors)
+        graph._tensors, graph._tensor_rows = None, tensor_rows
+        graph._build_tensors = build_tensors
+        graph._start(root_ids)
         return graph
 
     def _built(self) -> tuple[list[Node], list[Edge]]:
@@ -270,9 +291,27 @@ class Graph:
             return self._edge_rows
         return [(e.src, e.slot, e.dst, e.input_nr) for e in self._edges]
 
-    def _start(self, root_ids: list[str], tensors: list[TensorRecord]) -> None:
+    @property
+    def tensors(self) -> list[TensorRecord]:
+        """The tensor records: roots first, then leaves in visit order, then other named
+        tensors (a traced graph builds them on first use)."""
+        if self._tensors is None:
+            assert self._build_tensors is not None
+            self._tensors = self._build_tensors()
+            self._build_tensors, self._tensor_rows = None, []  # the builder holds the tensors
+        return self._tensors
+
+    @tensors.setter
+    def tensors(self, value: list[TensorRecord]) -> None:
+        self._tensors, self._tensor_rows, self._build_tensors = value, [], None
+
+    def tensor_rows(self) -> list[TensorRow] | None:
+        """Each tensor's fields a drawing without values reads (``TensorRow``), while no
+        ``TensorRecord`` is built; None after (the records then decide)."""
+        return self._tensor_rows if self._tensors is None else None
+
+    def _start(self, root_ids: list[str]) -> None:
         self.root_ids = root_ids
-        self.tensors = tensors
         # node id -> node, out edges, in edges: built on the first lookup (a drawing needs none)
         self._lookups: tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]] | None
         self._lookups = None
@@ -375,8 +414,19 @@ class Graph:
             parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
         else:  # the same text, joined in one call per row
             parts = list(map(":".join, rows))
-        parts += [f"{src}.{slot}>{dst}.{input_nr}" for src, slot, dst, input_nr in self.edge_rows()]
-        parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
+        if self._edges is None:  # a walk's rows: slots and output numbers are small ints
+            numbers = _NUMBERS
+            try:
+                parts += [f"{s}.{numbers[i]}>{d}.{numbers[n]}" for s, i, d, n in self._edge_rows]
+            except KeyError:  # a number without a text ready
+                parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in self._edge_rows]
+        else:
+            parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in self.edge_rows()]
+        tensor_rows = self.tensor_rows()
+        if tensor_rows is None:
+            parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
+        else:
+            parts += [f"{row[0]}:{row[1]}:{row[5]}" for row in tensor_rows]
         return "|".join(parts)
 
     # -- plain data ----------------------------------------------------------------------

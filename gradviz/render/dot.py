@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from gradviz.errors import InvalidInput
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
-from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord
+from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord, TensorRow, tensor_label
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role
+from gradviz.render.dot_ids import check_ids, dot_id
+from gradviz.render.dot_texts import texts_for
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
@@ -46,88 +47,26 @@ def svg_ids(prefix: str) -> dict[str, str]:
     }
 
 
-# What may stand unquoted in DOT as a node name: a plain identifier that is no DOT keyword
-# (nor the legend's own name); every id gradviz makes ('n3', 't0', 'f12') is one.
-_DOT_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_DOT_KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict", "legend"))
-
-
-def dot_id(text: object) -> str:
-    """``text`` when it can stand as a DOT node name as it is; else ``InvalidInput``.
-
-    The DOT writers put ids unquoted (and re-read their own DOT line by line), so an id
-    is only let through when it is inert by its form: no quoting rule is relied on."""
-    if type(text) is not str or _DOT_ID.fullmatch(text) is None or text.lower() in _DOT_KEYWORDS:
-        shown = repr(text)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise InvalidInput(
-            f"the graph holds the id {shown}, which gradviz does not draw: ids are letters, "
-            "digits and '_' (as trace() makes them, 'n3', 't0')"
-        )
-    return text
-
-
-# many ids at once, one per line: one regular-expression match instead of one per id
-_DOT_IDS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]{0,63}\n)*")
 # a prefix that a DOT string holds as it is (options.py allows letters, digits, '_', '-')
 _PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-# a keyword on a line of its own, in lower case (searched for in lowered text)
-_KEYWORD_LINE = re.compile("\n(?:" + "|".join(sorted(_DOT_KEYWORDS)) + ")\n")
-
-
-def _all_plain(ids: list[object]) -> bool:
-    """Whether every id is a plain identifier (what ``dot_id`` lets through), at once."""
-    if not ids:
-        return True
-    if not set(map(type, ids)) <= {str}:
-        return False
-    joined = "\n".join(ids) + "\n"  # type: ignore[arg-type]  # all str: checked above
-    if _DOT_IDS.fullmatch(joined) is None:
-        return False
-    return _KEYWORD_LINE.search("\n" + joined.lower()) is None
-
-
 def _multi_output_nodes(graph: Graph) -> set[str]:
     """``Graph.is_multi_output`` for every node, in one pass over the edges."""
+    rows = graph.edge_rows()
+    # an edge into an output other than 0 marks its node; with no negative output numbers
+    # (a hand-built graph may have them) that is the whole rule
+    into_others = [row for row in rows if row[3] and row[2] is not None]
+    if all(row[3] > 0 for row in into_others):
+        return {row[2] for row in into_others}  # type: ignore[misc]  # not None: above
     first: dict[str, int] = {}
     multi: set[str] = set()
-    for _, _, dst, input_nr in graph.edge_rows():
+    for _, _, dst, input_nr in rows:
         if dst is None:
             continue
         if input_nr > 0 or first.setdefault(dst, input_nr) != input_nr:
             multi.add(dst)
     return multi
-
-
-def check_ids(graph: Graph) -> None:
-    """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
-    built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
-    rows = graph.node_rows()
-    ids: list[object] = [node.id for node in graph.nodes] if rows is None else [r[0] for r in rows]
-    edges = graph.edge_rows()
-    ids += [edge[0] for edge in edges]
-    ids += [edge[2] for edge in edges if edge[2] is not None]
-    ids += [record.id for record in graph.tensors]
-    ids += [record.node_id for record in graph.tensors if record.node_id is not None]
-    if graph.forward is not None:
-        ids += [item.id for item in graph.forward.tensors]
-    if _all_plain(ids):
-        return
-    for node in graph.nodes:  # one is not: name it
-        dot_id(node.id)
-    for edge in graph.edges:
-        dot_id(edge.src)
-        if edge.dst is not None:
-            dot_id(edge.dst)
-    for record in graph.tensors:
-        dot_id(record.id)
-        if record.node_id is not None:
-            dot_id(record.node_id)
-    if graph.forward is not None:
-        for item in graph.forward.tensors:
-            dot_id(item.id)
 
 
 def _attrs(**attributes: str | float | None) -> str:
@@ -157,9 +96,19 @@ def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
 
 
 def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
-    """The opening lines every gradviz DOT shares: graph, node and edge defaults."""
+    """The opening lines every gradviz DOT shares: graph, node and edge defaults (a new
+    list; its text is kept per theme, prefix and direction: ``dot_texts``)."""
+    # checks the theme again (a new value): its values go into DOT (and the SVG) as they are
+    headers = texts_for(theme, True).headers
+    key = (prefix, direction, tuple(graph_extra.items()))
+    lines = headers.get(key)
+    if lines is None:
+        lines = headers[key] = tuple(_header(theme, prefix, direction, graph_extra))
+    return list(lines)
+
+
+def _header(theme: Theme, prefix: str, direction: str, graph_extra: dict[str, str]) -> list[str]:
     t = theme
-    t.check()  # again: its values go into DOT (and the SVG) as they are
     graph = _attrs(
         id=prefix,
         rankdir=direction,
@@ -184,24 +133,29 @@ class _DotWriter:
         # ids are the prefix and checked ids (check_ids): quoted as they are, not escaped
         self._plain_ids = _PLAIN_PREFIX.fullmatch(self.prefix) is not None
         self.lines: list[str] = []
-        # the attributes every node / off-graph input shares, written once (same text and
-        # order as _attrs would give)
-        self._node_style = _attr_list(self._style(self.theme.node))
         self._multi_output = _multi_output_nodes(graph)
-        self._role_cache: dict[Role, tuple[str, str]] = {}
-        self._type_cache: dict[str, tuple[str, str | None]] = {}
-        # the text after a plain node's id, per node type (the type escaped once per drawing)
-        self._node_tails: dict[str, str] = {}
-        # a tensor box's escaped name and tooltip attribute, per label; its shape line, per
-        # (shape, dtype): a model's leaves repeat a few of each
-        self._label_cache: dict[str, tuple[str, str]] = {}
-        self._shape_cache: dict[tuple[tuple[int, ...], str], str] = {}
-        self._offgraph_tail: str | None = None
-        self._box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
+        # text that depends on the theme and names only, kept from drawing to drawing
+        # (dot_texts): each role's style, each node type's box, each tensor name's and
+        # shape's text; a model's leaves repeat a few of each
+        self._texts = texts = texts_for(self.theme, options.shapes)
+        if texts.node_style is None:
+            # the attributes every node shares (same text and order as _attrs would give)
+            texts.node_style = _attr_list(self._style(self.theme.node))
+        self._node_style = texts.node_style
+        self._role_cache = texts.roles
+        self._type_cache = texts.types
+        self._node_tails = texts.node_tails
+        self._label_cache = texts.labels
+        self._shape_cache = texts.shapes
+        self._box_tails = texts.box_tails
 
     def write(self) -> str:
         self.lines = dot_header(self.theme, self.prefix, self.options.direction)
-        self._roots()
+        tensor_rows = self._compact_rows()
+        if tensor_rows is None:
+            self._roots()
+        else:
+            self._row_roots(tensor_rows)
         rows = self.graph.node_rows()
         if rows is not None and not self.options.saved:  # fresh from trace(): plain nodes
             self._plain_nodes(rows)
@@ -209,11 +163,15 @@ class _DotWriter:
             for node in self.graph.nodes:
                 self._node(node)
         self._edges()
-        self._tensors()
+        if tensor_rows is None:
+            self._tensors()
+        else:
+            self._row_leaves(tensor_rows)
         if self.options.legend:
             self._legend()
         self.lines.append("}")
-        return "\n".join(self.lines) + "\n"
+        self.lines.append("")  # the text ends in a newline: joined once, not copied again
+        return "\n".join(self.lines)
 
     # -- pieces --------------------------------------------------------------------------
     def _id(self, text: str) -> str:
@@ -258,8 +216,14 @@ class _DotWriter:
             for node_id, type_name in rows:
                 append(f"  {node_id} [id={dot_quote(f'{prefix}_{node_id}')} {tail(type_name)}];")
             return
-        for node_id, type_name in rows:
-            append(f'  {node_id} [id="{prefix}_{node_id}" {tail(type_name)}];')
+        tails = self._node_tails  # kept from drawing to drawing: usually every type is in
+        try:
+            lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
+        except KeyError:  # a type not drawn before: make its tail, then write them all
+            for _, type_name in rows:
+                tail(type_name)
+            lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
+        self.lines += lines
 
     def _edges(self) -> None:
         """Every edge, the usual ones (no label, width or head label) written directly."""
@@ -270,12 +234,22 @@ class _DotWriter:
             return
         multi = self._multi_output
         prefix = self.prefix
-        append = self.lines.append
-        for src, slot, dst, input_nr in self.graph.edge_rows():
-            if dst is None or dst in multi:
-                self._edge(Edge.made(src, slot, dst, input_nr))
-            else:
-                append(f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];')
+        special = self._edge_text
+        self.lines += [
+            f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];'
+            if dst is not None and dst not in multi
+            else special(src, slot, dst, input_nr)
+            for src, slot, dst, input_nr in self.graph.edge_rows()
+        ]
+
+    def _edge_text(self, src: str, slot: int, dst: str | None, input_nr: int) -> str:
+        """``_edge``'s line or lines as one text, joined as ``write`` joins lines."""
+        lines = self.lines
+        start = len(lines)
+        self._edge(Edge.made(src, slot, dst, input_nr))
+        text = "\n".join(lines[start:])
+        del lines[start:]
+        return text
 
     def _node(self, node: Node) -> None:
         folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
@@ -315,9 +289,9 @@ class _DotWriter:
         if edge.dst is None:
             off_id = f"c_{edge.src}_{edge.slot}"
             self.lines.append(
-                f"  {off_id} [id={dot_quote(f'{self.prefix}_{off_id}')} {self._offgraph()}];"
+                f"  {off_id} [id={self._id(f'{self.prefix}_{off_id}')} {self._offgraph()}];"
             )
-            edge_id = dot_quote(f"{self.prefix}_e_{edge.src}_{edge.slot}")
+            edge_id = self._id(f"{self.prefix}_e_{edge.src}_{edge.slot}")
             label_attribute = "" if label is None else f" label={label}"
             self.lines.append(
                 f"  {edge.src} -> {off_id} [id={edge_id} "
@@ -352,8 +326,8 @@ class _DotWriter:
 
     def _offgraph(self) -> str:
         """The attributes after the id of an off-graph input's box, the same for all."""
-        if self._offgraph_tail is None:
-            self._offgraph_tail = _attr_list(
+        if self._texts.offgraph_tail is None:
+            self._texts.offgraph_tail = _attr_list(
                 {
                     "class": "gv_offgraph",
                     "shape": "box",
@@ -364,7 +338,7 @@ class _DotWriter:
                     **self._style(self.theme.constant),
                 }
             )
-        return self._offgraph_tail
+        return self._texts.offgraph_tail
 
     def _grad_label(self, text: str | None) -> str | None:
         """A gradient shown on an edge: one line, so the SVG holds it as one <text>."""
@@ -390,6 +364,58 @@ class _DotWriter:
             if not record.is_root and record.role is Role.LEAF and record.node_id is not None:
                 self._tensor_box(record, compact=True)
 
+    def _compact_rows(self) -> list[TensorRow] | None:
+        """The graph's tensor rows when its tensor boxes can be drawn from them (a fresh
+        trace, drawn without values or shapes, no gradients on the links); else None."""
+        options = self.options
+        if options.view == "combined" or (options.shapes and options.values):
+            return None
+        if options.link_labels or not self._plain_ids:
+            return None
+        return self.graph.tensor_rows()
+
+    def _row_roots(self, rows: list[TensorRow]) -> None:
+        """``_roots`` from tensor rows: the same lines (a root flows into its node)."""
+        prefix = self.prefix
+        for record_id, name, role, shape, dtype, node_id, is_root in rows:
+            if not is_root:
+                continue
+            label = tensor_label(name, is_root, role)
+            style, link_colour = self._role_attrs(role)
+            tail = self._box_tails.get((role, label, shape, dtype))
+            if tail is None:
+                tail = self._compact_tail(role, label, shape, dtype, style)
+                self._box_tails[(role, label, shape, dtype)] = tail
+            self.lines.append(f'  {record_id} [id="{prefix}_{record_id}" {tail}];')
+            if node_id is not None:
+                self.lines.append(
+                    f'  {record_id} -> {node_id} [id="{prefix}_l_{record_id}" '
+                    f'class="gv_link" style="dashed" {link_colour}];'
+                )
+
+    def _row_leaves(self, rows: list[TensorRow]) -> None:
+        """``_tensors`` from tensor rows: each leaf's box and the link from its node, as one
+        text (``write`` joins lines with newlines)."""
+        prefix = self.prefix
+        leaf_tails = self._texts.leaf_tails  # keyed without the role: hashing an Enum is slow
+        leaf = Role.LEAF
+        style, colour = self._role_attrs(leaf)
+        lines = []
+        for record_id, name, role, shape, dtype, node_id, is_root in rows:
+            if is_root or role is not leaf or node_id is None:
+                continue
+            label = name or "leaf"  # tensor_label of a leaf that is no root
+            key = (label, shape, dtype)
+            tail = leaf_tails.get(key)
+            if tail is None:
+                tail = leaf_tails[key] = self._compact_tail(leaf, label, shape, dtype, style)
+            lines.append(
+                f'  {record_id} [id="{prefix}_{record_id}" {tail}];\n'
+                f'  {node_id} -> {record_id} [id="{prefix}_l_{record_id}" class="gv_link" '
+                f'style="dashed" {colour}];'
+            )
+        self.lines += lines
+
     def _role_attrs(self, role: Role) -> tuple[str, str]:
         """The style attributes of a role's tensor boxes and the colour of its links, as
         text, written once per drawing (the same text ``_attrs`` would give)."""
@@ -400,15 +426,25 @@ class _DotWriter:
             self._role_cache[role] = cached
         return cached
 
+    def _compact_tail(
+        self, role: Role, label: str, shape: tuple[int, ...], dtype: str, style: str
+    ) -> str:
+        """What follows the id of a compact box that shows no values: its class, label
+        (the name, and the shape and dtype when ``shapes``), tooltip and style."""
+        name, more = self._label_text(label)
+        text = f"<B>{name}</B>"
+        if self.options.shapes:
+            text += f'<BR/><FONT POINT-SIZE="9">{self._shape_text(shape, dtype)}</FONT>'
+        return f'class="gv_tensor gv_{role.value}" shape="box" label=<{text}>{more} {style}'
+
     def _box_tail(self, record: TensorRecord, compact: bool, style: str) -> str:
         """What follows a tensor box's id: its class, label, tooltip and style."""
+        if compact and not (self.options.shapes and self.options.values):
+            return self._compact_tail(record.role, record.label, record.shape, record.dtype, style)
         if compact:
             name, more = self._label_text(record.label)
             text = f"<B>{name}</B>"
-            if self.options.shapes and not self.options.values:
-                value = self._shape_text(record)
-                text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
-            elif self.options.shapes and record.data is not None:
+            if record.data is not None:
                 value = html_text(_value_line(record), None)
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             label = f"<{text}>"
@@ -428,12 +464,12 @@ class _DotWriter:
             self._label_cache[label] = cached
         return cached
 
-    def _shape_text(self, record: TensorRecord) -> str:
+    def _shape_text(self, shape: tuple[int, ...], dtype: str) -> str:
         """``_shape_line`` escaped, once per shape and dtype and drawing."""
-        key = (tuple(record.shape), record.dtype)
+        key = (tuple(shape), dtype)
         text = self._shape_cache.get(key)
         if text is None:
-            text = self._shape_cache[key] = html_text(_shape_line(record), None)
+            text = self._shape_cache[key] = html_text(_shape_line(shape, dtype), None)
         return text
 
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
@@ -473,8 +509,18 @@ class _DotWriter:
     def _legend(self) -> None:
         """One sample per role, drawn with the very attributes that role's boxes get
         (``role_attributes``), so the legend cannot promise a look the nodes lack."""
+        labels = [*self.options.edge_labels.values(), *self.options.link_labels.values()]
+        note = any("‖" in text for text in labels)  # a gradient too big to show, in short
+        legends = self._texts.legends
+        lines = legends.get((self.prefix, note))
+        if lines is None:
+            lines = legends[(self.prefix, note)] = tuple(self._legend_lines(note))
+        self.lines.extend(lines)
+
+    def _legend_lines(self, note: bool) -> list[str]:
+        lines = []
         legend_id = f"{self.prefix}_legend"
-        self.lines.append(
+        lines.append(
             f"  subgraph cluster_legend {{ id={dot_quote(legend_id)} "
             'class="gv_legend" label="" style="rounded" color="#d0d0d0" margin=6'
         )
@@ -483,7 +529,7 @@ class _DotWriter:
             name = f"legend_{role.value}"
             names.append(name)
             text = f'<<FONT POINT-SIZE="9">{html_text(style.legend)}</FONT>>'
-            self.lines.append(
+            lines.append(
                 f"    {name} "
                 + _attrs(
                     id=f"{legend_id}_{role.value}",
@@ -494,26 +540,26 @@ class _DotWriter:
                 )
                 + ";"
             )
-        labels = [*self.options.edge_labels.values(), *self.options.link_labels.values()]
-        if any("‖" in text for text in labels):  # a gradient too big to show, in short
+        if note:
             names.append("legend_edges")
-            note = "edge: its gradient, or shape ‖norm‖ when big (4×2 ‖0.36‖)"
-            self.lines.append(
+            text = "edge: its gradient, or shape ‖norm‖ when big (4×2 ‖0.36‖)"
+            lines.append(
                 "    legend_edges "
                 + _attrs(
                     id=f"{legend_id}_edges",
                     class_="gv_legend_item",
                     shape="plaintext",
-                    label=f'<<FONT POINT-SIZE="9">{html_text(note)}</FONT>>',
+                    label=f'<<FONT POINT-SIZE="9">{html_text(text)}</FONT>>',
                     fontcolor=self.theme.edge_label,
                 )
                 + ";"
             )
-        self.lines.append("    {rank=same; " + "; ".join(names) + ";}")
+        lines.append("    {rank=same; " + "; ".join(names) + ";}")
         if len(names) > 1:
             chain = " -> ".join(names)
-            self.lines.append(f"    {chain} [style=invis];")
-        self.lines.append("  }")
+            lines.append(f"    {chain} [style=invis];")
+        lines.append("  }")
+        return lines
 
 
 def role_attributes(style: RoleStyle) -> dict[str, str]:
@@ -540,10 +586,10 @@ def _value_line(record: TensorRecord) -> str:
     return f"{shape} · {shaped_text(record.data, 40)}"
 
 
-def _shape_line(record: TensorRecord) -> str:
+def _shape_line(shape: tuple[int, ...], dtype: str) -> str:
     """Shape and dtype from the record itself: no summary is computed."""
-    shape = "×".join(str(n) for n in record.shape) if record.shape else "scalar"
-    return f"{shape} {record.dtype}"
+    text = "×".join(str(n) for n in shape) if shape else "scalar"
+    return f"{text} {dtype}"
 
 
 def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> str:
@@ -554,7 +600,7 @@ def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> st
         )
 
     if not values:  # a structure-only drawing: no summary is computed
-        data, grad = _shape_line(record), "not shown"
+        data, grad = _shape_line(record.shape, record.dtype), "not shown"
         shapes = False
     else:
         data = "?" if record.data is None else record.data.text(40)

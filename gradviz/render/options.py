@@ -54,9 +54,10 @@ class RenderOptions:
                 f"unknown render option(s) {sorted(unknown)}; "
                 f"known: {sorted(cls.__dataclass_fields__)}"
             )
-        made = cls(**{k: v for k, v in options.items() if k != "theme"})
         if "theme" in options:
-            made = replace(made, theme=get_theme(options["theme"]))
+            made = cls(**{**options, "theme": get_theme(options["theme"])})
+        else:
+            made = cls(**options)
         if made.view not in ("backward", "combined", "forward"):
             raise InvalidArgument(
                 f"view must be 'backward', 'combined' or 'forward', not {made.view!r}"
@@ -72,7 +73,8 @@ class RenderOptions:
             raise ValueError(
                 f"direction must be one of {sorted(_DIRECTIONS)}, not {made.direction!r}"
             )
-        return replace(made, direction=_DIRECTIONS[made.direction])
+        direction = _DIRECTIONS[made.direction]
+        return made if direction is made.direction else replace(made, direction=direction)
 
 
 class StyleKeywords(TypedDict, total=False):
