@@ -14,6 +14,8 @@ from collections.abc import Container, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import torch
+
 from gradviz.model.recording import Recording
 from gradviz.render.backend import PendingSvg, start_dot
 from gradviz.render.links import CombinedSides
@@ -67,6 +69,14 @@ def view_dot(recording: Recording, options: RenderOptions, memo: str) -> ViewDot
     return view
 
 
+# _ONE_THREAD: while a batch's Graphviz children hold the machine's cores, the page's data
+# (gradient summaries, norms) is computed with torch on one thread. torch's parallel ops
+# would otherwise wait for a core at every reduction: measured on 2 cores, the GPT replay's
+# save took 6.1-6.6 s with torch's 2 threads and 1.2-1.6 s with one (a busy machine, load 4).
+# The user's setting is restored when the batch ends; the user's results are never computed
+# inside it.
+
+
 @contextmanager
 def layout_batch(
     recording: Recording, views: Sequence[tuple[RenderOptions, str]], done: Container[str]
@@ -79,6 +89,9 @@ def layout_batch(
     block ends (an error) are left out; every started one ends within its time limit."""
     outer = _BATCHES.get(recording)
     batch = _BATCHES[recording] = outer or _Batch()  # inside another batch: join it
+    threads = torch.get_num_threads()
+    if outer is None:
+        torch.set_num_threads(1)  # see _ONE_THREAD
     try:
         jobs: list[tuple[int, str, int, str]] = []
         for position, (options, memo) in enumerate(views):
@@ -94,6 +107,7 @@ def layout_batch(
         yield sorted(range(len(views)), key=lambda position: last_started.get(position, -1))
     finally:
         if outer is None:  # the outermost block ends the batch
+            torch.set_num_threads(threads)
             del _BATCHES[recording]
             for runs in batch.pending.values():
                 for run in runs:
