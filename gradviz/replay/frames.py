@@ -36,7 +36,8 @@ from gradviz.explain.lookup import narrating
 from gradviz.explain.steps import describe_step, narrate
 from gradviz.model.recording import Recording, short_text, value_text
 from gradviz.model.values import Role
-from gradviz.render.backend import run_dot
+from gradviz.render.backend import layout_plan, run_dot
+from gradviz.render.layered import estimate
 from gradviz.render.options import RenderOptions
 from gradviz.render.sidebyside import side_by_side_svg
 from gradviz.render.theme import Theme
@@ -431,6 +432,16 @@ def start_layouts(
     the block gets the views' positions in the order they should be ready."""
     views = [(replay_options(recording, **o), repr(sorted(o.items()))) for o in option_sets]
     return layout_batch(recording, views, _LAYOUTS.setdefault(recording, {}))
+
+
+def beyond_dot(recording: Recording, view_options: dict[str, Any]) -> bool:
+    """True when Graphviz ``dot`` would not lay this view out within its budget
+    (``render.backend.layout_plan``: gradviz's layered layout would place it instead). Its
+    DOT is written once per open ``start_layouts`` batch, so weighing it costs nothing more
+    when it is laid out after."""
+    render_options = replay_options(recording, **view_options)
+    view = view_dot(recording, render_options, repr(sorted(view_options.items())))
+    return any(layout_plan(estimate(text)) == "layered" for text in view.texts)
 
 
 def step_svg(recording: Recording, index: int, **options: Any) -> str:

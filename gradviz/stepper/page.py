@@ -13,6 +13,7 @@ import hashlib
 import html
 import json
 import re
+import warnings
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 import rjsmin
 
-from gradviz.errors import GradvizError
+from gradviz.errors import GradvizError, GradvizWarning
 from gradviz.escape import json_text
 from gradviz.model.recording import Recording
 from gradviz.progress import progress
@@ -28,6 +29,7 @@ from gradviz.render.pagesvg import page_svg
 from gradviz.render.theme import DARK, DEFAULT, Theme
 from gradviz.render.watched import collapsed_members
 from gradviz.replay.frames import (
+    beyond_dot,
     classes_at,
     first_step,
     forward_css,
@@ -181,23 +183,27 @@ def stepper_payload(
     """
     options.pop("view", None)
     chosen = chosen_views(recording, views)
-    opening = default_view(recording, chosen)
-    index = len(recording.steps) if step is None else step
-    extra = [v for v in chosen if v not in VIEWS]
-    depths = [int(v.split("-")[1]) for v in extra if v.startswith("collapsed-")]
-    render_options = replay_options(recording, **options)
-    theme: Theme = render_options.theme
-    prefix = render_options.prefix or recording.graph.prefix
-    born: dict[str, dict[str, int]] = {}
-    svgs: dict[str, str] = {}
-    laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
-    # every view's Graphviz run starts now; the steps' data is written while they run
-    with start_layouts(recording, [{**options, **view_options(v)} for v in laid]) as ready:
-        data = replay_data(recording, prefix, None, depths, explain=explain is not False)
-        in_turn = [laid[position] for position in ready]  # each view as soon as it is laid out
-        for view in progress(in_turn, "gradviz: laying out views", len(recording.graph.nodes)):
-            schedule = data["schedule"]
-            svgs[view], born[view] = layout_view(recording, view, schedule, index, **options)
+    # one batch: a view's DOT written to weigh it (_default_views) is laid out as it is
+    with start_layouts(recording, []):
+        if views is None and not lazy:
+            chosen = _default_views(recording, chosen, options)
+        opening = default_view(recording, chosen)
+        index = len(recording.steps) if step is None else step
+        extra = [v for v in chosen if v not in VIEWS]
+        depths = [int(v.split("-")[1]) for v in extra if v.startswith("collapsed-")]
+        render_options = replay_options(recording, **options)
+        theme: Theme = render_options.theme
+        prefix = render_options.prefix or recording.graph.prefix
+        born: dict[str, dict[str, int]] = {}
+        svgs: dict[str, str] = {}
+        laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
+        # every view's Graphviz run starts now; the steps' data is written while they run
+        with start_layouts(recording, [{**options, **view_options(v)} for v in laid]) as ready:
+            data = replay_data(recording, prefix, None, depths, explain=explain is not False)
+            in_turn = [laid[position] for position in ready]  # each view once it is laid out
+            for view in progress(in_turn, "gradviz: laying out views", len(recording.graph.nodes)):
+                schedule = data["schedule"]
+                svgs[view], born[view] = layout_view(recording, view, schedule, index, **options)
     svgs = {view: svgs[view] for view in laid}  # the page's order, whatever the finishing one
     born = {view: born[view] for view in laid if born[view]}
     if born:
@@ -232,6 +238,27 @@ def stepper_payload(
         "view": opening,
         "prefix": prefix,
     }
+
+
+def _default_views(
+    recording: Recording, chosen: tuple[str, ...], options: dict[str, Any]
+) -> tuple[str, ...]:
+    """The views a page gets when none are named: all of them, but the watched combined view
+    only where Graphviz ``dot`` lays it out (``beyond_dot``). Beyond that, gradviz's layered
+    layout would draw it with straight edges, ResNet-50's 86,700 points wide, and it cost
+    a third of that page's save and of its weight; ``views=`` still gets it."""
+    if "combined" not in chosen or not beyond_dot(recording, {**options, "view": "combined"}):
+        return chosen
+    kept = tuple(view for view in chosen if view != "combined")
+    warnings.warn(
+        f"the watched combined view of this {len(recording.graph.nodes)}-node graph is more "
+        "than Graphviz dot lays out quickly, so this page leaves it out (its views: "
+        f"{', '.join(kept)}); save(..., views={list(chosen)!r}) adds it, laid out by "
+        "gradviz's layered layout.",
+        GradvizWarning,
+        stacklevel=4,
+    )
+    return kept
 
 
 def _navigation(recording: Recording) -> dict[str, Any]:
