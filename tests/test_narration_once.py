@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import gradviz
+from gradviz.explain import steps
 from gradviz.explain.steps import describe_step
 from gradviz.model.graph import Graph
 from gradviz.model.recording import Recording
@@ -63,3 +64,25 @@ def test_the_replay_data_does_not_scan_the_graph_per_step(
     # outside a replay, one step still reads the graph as it is
     describe_step(rec, 3)
     assert calls["tensors_at"] > 0
+
+
+def test_each_recorded_gradient_is_told_once_per_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gradient is told by the node that sent it and by the one that got it: inside a
+    replay its text is written once (the same text, as the first test checks)."""
+    rec = watched()
+    told: list[int] = []
+    real_show = steps.show
+
+    def show(value: Any, noun: str = "gradient") -> str:
+        told.append(id(value))
+        return real_show(value, noun)
+
+    monkeypatch.setattr(steps, "show", show)
+    [describe_step(rec, i) for i in range(len(rec.steps) + 1)]
+    one_by_one = len(told)
+    assert len(set(told)) < one_by_one  # the same gradients, told more than once
+    told.clear()
+    replay_data(rec)
+    # the gradients the steps sent and got, told once each (a formula's local values and
+    # a leaf's .grad are told as before)
+    assert len(told) < one_by_one

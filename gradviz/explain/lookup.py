@@ -10,13 +10,13 @@ graph itself, so a single step still reads the graph as it is now.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from gradviz.model.graph import Graph, Node, TensorRecord
 
-__all__ = ["known_names", "narrating", "rank_among_type", "tensors_at"]
+__all__ = ["known_names", "narrating", "rank_among_type", "recorded_text", "tensors_at"]
 
 
 @dataclass
@@ -26,6 +26,7 @@ class _Index:
     tensors: dict[str, list[TensorRecord]] = field(default_factory=dict)
     ranks: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (rank, of how many)
     names: frozenset[str] | None = None
+    texts: dict[tuple[int, str], tuple[object, str]] = field(default_factory=dict)
 
 
 _OPEN: dict[int, _Index] = {}  # id(graph) -> its index, while a narration runs
@@ -97,3 +98,18 @@ def known_names(graph: Graph) -> frozenset[str]:
     if index is not None:
         index.names = found
     return found
+
+
+def recorded_text(graph: Graph, value: object, style: str, write: Callable[[], str]) -> str:
+    """``write()``, the text of a value the recording holds (a gradient a node sent or
+    got), written once per ``style`` inside ``narrating``: each gradient is told by the
+    node that sent it and by the one that got it (the 6-layer TransformerEncoder: 1,455
+    texts of 336 gradients). The entry keeps the value alive, so its id cannot be reused."""
+    index = _open(graph)
+    if index is None:
+        return write()
+    key = (id(value), style)
+    found = index.texts.get(key)
+    if found is None or found[0] is not value:
+        found = index.texts[key] = (value, write())
+    return found[1]
