@@ -17,6 +17,7 @@ from typing import Any
 from gradviz.analysis.flow import same_sum
 from gradviz.analysis.nonfinite import sum_overflow_text
 from gradviz.explain.formulas import FORMULAS
+from gradviz.explain.lookup import recorded_text
 from gradviz.explain.symbols import (
     _context,
     _leaf_name,
@@ -83,9 +84,21 @@ def _received(recording: Recording, step: Step, outputs: list[str | None]) -> st
             continue
         text = "" if label is None else f"∂{root}/∂{label} = "
         if len(streams) > 1:
-            text += " + ".join(f"{show(v)} from {who}" for who, v in streams) + " = "
-        parts.append(text + show(value))
+            text += " + ".join(f"{_shown(recording, v)} from {who}" for who, v in streams) + " = "
+        parts.append(text + _shown(recording, value))
     return ", ".join(parts) or "nothing"
+
+
+def _shown(recording: Recording, value: GradValue) -> str:
+    """``show(value)`` of a gradient the recording holds (told once per replay)."""
+    return recorded_text(recording.graph, value, "show", lambda: show(value))
+
+
+def _panel_text(recording: Recording, value: GradValue | None) -> str:
+    """``value_text(value)`` of a gradient the recording holds (written once per replay)."""
+    if value is None:
+        return value_text(None)
+    return recorded_text(recording.graph, value, "panel", lambda: value_text(value))
 
 
 def _changed(value: GradValue, streams: list[tuple[str, GradValue]], label: str | None) -> str:
@@ -148,14 +161,15 @@ def _term_text(ctx: _Ctx, term: Term, edge: Edge) -> str:
             head += f" = {shown}"
     if value is None:
         return f"{head} → sends nothing to {_target(graph, edge)}"
+    shown = _shown(ctx.recording, value)
     if local is not None and _is_scalar(g) and _is_scalar(local) and _is_scalar(sent):
         assert g is not None and sent is not None
         product = ""
         if not _equals(g, 1) and not _equals(local, 1):
             product = f"{format_number(float(g))}·{_paren(format_number(float(local)))} = "
-        return f"{head} → sends {product}{show(value)} to {_target(graph, edge)}"
+        return f"{head} → sends {product}{shown} to {_target(graph, edge)}"
     how = f"{term.how} = " if term.how and local is not None else ""
-    return f"{head} → sends {how}{show(value)} to {_target(graph, edge)}"
+    return f"{head} → sends {how}{shown} to {_target(graph, edge)}"
 
 
 def _is_number(text: str) -> bool:
@@ -357,7 +371,7 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
     for edge in graph.out_edges(step.node_id):
         value = step.grad_inputs[edge.slot] if edge.slot < len(step.grad_inputs) else None
         target = "off the graph" if edge.dst is None else _target(graph, edge)
-        sent.append({"slot": edge.slot, "to": target, "value": value_text(value)})
+        sent.append({"slot": edge.slot, "to": target, "value": _panel_text(recording, value)})
     return {
         "index": index,
         "node": step.node_id,
@@ -367,7 +381,7 @@ def describe_step(recording: Recording, index: int) -> dict[str, Any]:
         "narration": explanation.text,
         "formula": list(explanation.formula),
         "checked": explanation.checked,
-        "received": [value_text(g) for g in step.grad_outputs],
+        "received": [_panel_text(recording, g) for g in step.grad_outputs],
         "sent": sent,
         "flow_ok": step.flow_ok,
         "hooks": [change.text() for change in step.hook_changes],

@@ -6,6 +6,7 @@ import torch
 
 from gradviz.escape import isolated
 from gradviz.explain.formulas import FALLBACK_SYMBOLS, FORMULAS, OPERAND_SAVED
+from gradviz.explain.lookup import known_names, rank_among_type, tensors_at
 from gradviz.explain.terms import (
     _Ctx,
 )
@@ -20,7 +21,7 @@ from gradviz.model.values import Role, Summary, format_number
 
 # -- names ----------------------------------------------------------------------------------------
 def _tensor_name(graph: Graph, node_id: str, output_nr: int) -> str | None:
-    for record in graph.tensors_at(node_id):
+    for record in tensors_at(graph, node_id):
         if record.name and (record.output_nr or 0) == output_nr:
             return isolated(record.name)
     return None
@@ -32,7 +33,7 @@ def _root_name(graph: Graph) -> str:
 
 
 def _leaf_name(graph: Graph, node_id: str) -> str | None:
-    names = [t.name for t in graph.tensors_at(node_id) if t.role is Role.LEAF and t.name]
+    names = [t.name for t in tensors_at(graph, node_id) if t.role is Role.LEAF and t.name]
     return isolated(names[0]) if names else None
 
 
@@ -51,13 +52,13 @@ def _target(graph: Graph, edge: Edge) -> str:
 def _which(graph: Graph, node: Node) -> str:
     """A node's type, told apart from others of its type by the tensor it made (``
     MulBackward0 (e)``) or its rank among them (``MulBackward0 (#2)``)."""
-    same = [n.id for n in graph.nodes if n.type_name == node.type_name]
-    if len(same) < 2:
+    rank, count = rank_among_type(graph, node)
+    if count < 2:
         return node.type_name
-    named = [t.name for t in graph.tensors_at(node.id) if t.name and not t.is_leaf]
+    named = [t.name for t in tensors_at(graph, node.id) if t.name and not t.is_leaf]
     if named:
         return f"{node.type_name} ({named[0]})"
-    return f"{node.type_name} (#{same.index(node.id) + 1})"
+    return f"{node.type_name} (#{rank + 1})"
 
 
 def _same_storage(a: object, b: object) -> bool | None:
@@ -213,13 +214,6 @@ def _stands_for(graph: Graph, edge: Edge) -> str:
     return f"the unnamed output of {node.type_name}"
 
 
-def _known_names(graph: Graph) -> set[str]:
-    names = {t.name for t in graph.tensors if t.name}
-    if graph.forward is not None:
-        names |= set(graph.forward.names())
-    return names
-
-
 def _symbols(ctx: _Ctx, depth: int) -> list[str]:
     """A symbol per input slot: the tensor's name or expression, a named constant, a value,
     or, when nothing better is known, a placeholder that is nobody's name ('u', 'const'),
@@ -243,7 +237,7 @@ def _symbols(ctx: _Ctx, depth: int) -> list[str]:
                 scalar = value is not None and value.numel() == 1
                 name = format_number(float(value)) if value is not None and scalar else None
         names.append(name)
-    used = {n for n in names if n} | _known_names(graph)
+    used = {n for n in names if n} | known_names(graph)
     out = []
     for edge, name in zip(ctx.edges, names, strict=True):
         if name is None:

@@ -32,14 +32,23 @@ from pathlib import Path
 from typing import Any
 
 from gradviz.atomic import atomic_write
+from gradviz.explain.lookup import narrating
 from gradviz.explain.steps import describe_step, narrate
-from gradviz.model.forward import FOp, Forward
 from gradviz.model.recording import Recording, short_text, value_text
 from gradviz.model.values import Role
-from gradviz.render.backend import run_dot
+from gradviz.render.backend import layout_plan, run_dot
+from gradviz.render.layered import estimate
 from gradviz.render.options import RenderOptions
 from gradviz.render.sidebyside import side_by_side_svg
 from gradviz.render.theme import Theme
+from gradviz.replay.forwardframes import (
+    ForwardFrame,
+    _op_times,
+    describe_forward,
+    describe_forwards,
+    forward_frame,
+    forward_frames,
+)
 from gradviz.replay.layouts import layout_batch, pending_svgs, view_dot
 from gradviz.replay.modules import _boxes, box_class, module_css, view_options
 from gradviz.replay.overlays import overlay_data
@@ -49,9 +58,11 @@ __all__ = [
     "ForwardFrame",
     "Frame",
     "classes_at",
+    "describe_forward",
     "first_step",
     "forward_css",
     "forward_frame",
+    "forward_frames",
     "make_frame",
     "make_frames",
     "replay_data",
@@ -145,182 +156,6 @@ def make_frame(recording: Recording, index: int) -> Frame:
 
 def make_frames(recording: Recording) -> list[Frame]:
     return [make_frame(recording, i) for i in range(len(recording.steps) + 1)]
-
-
-# -- forward frames: the graph growing, op by op (under watch()) ----------------------------
-@dataclass(frozen=True)
-class ForwardFrame:
-    """What the replay shows once forward op ``index`` (counted from 1) has run."""
-
-    index: int  # 1 .. F, as the panel counts ("forward 3 / 12")
-    step: int  # the stepper's step: index - F - 1, negative, before the seed at 0
-    op: FOp
-    outputs: tuple[str, ...]  # forward tensor ids the op made or changed in place
-    nodes: tuple[str, ...]  # backward nodes the op created (recording.forward_op(n) is op)
-    visible_nodes: tuple[str, ...]  # backward nodes created so far (this op included)
-    narration: str
-
-
-def _forward(recording: Recording) -> Forward:
-    forward = recording.graph.forward
-    if forward is None or not forward.replayed:
-        raise IndexError(
-            "this recording has no forward frames: record it with gradviz.watch(), e.g.\n"
-            "    with gradviz.watch() as w:\n        loss = model(x).sum()\n"
-            "    recording = w.record(loss)"
-        )
-    return forward
-
-
-def _op_times(recording: Recording) -> tuple[dict[int, int], dict[str, int]]:
-    """The step of each forward op (by ``FOp.index``) and of each backward node it made."""
-    forward = recording.graph.forward
-    if forward is None:
-        return {}, {}
-    replayed = forward.replayed
-    count = len(replayed)
-    op_time = {op.index: position - count for position, op in enumerate(replayed)}
-    node_time = {
-        node_id: op_time[index] for node_id, index in forward.node_ops.items() if index in op_time
-    }
-    return op_time, node_time
-
-
-def _op_outputs(op: FOp) -> tuple[str, ...]:
-    outputs = list(op.outputs)
-    for bump in op.bumps:
-        if bump.tensor not in outputs:
-            outputs.append(bump.tensor)
-    return tuple(outputs)
-
-
-def forward_frame(recording: Recording, step: int) -> ForwardFrame:
-    """The forward frame at step ``step`` (-F .. -1): the state once forward op
-    ``step + F + 1`` (counted from 1) has run."""
-    count = len(_forward(recording).replayed)
-    if not -count <= step <= -1:
-        raise IndexError(
-            f"forward step {step} does not exist: this recording's forward steps are "
-            f"-{count} to -1 (0 is the seed, 1..N the backward steps)"
-        )
-    return _forward_frame(recording, step + count + 1)
-
-
-def _forward_frame(recording: Recording, index: int) -> ForwardFrame:
-    """Forward frame ``index`` (1 .. F, as the panel counts): after the index-th op ran."""
-    forward = _forward(recording)
-    count = len(forward.replayed)
-    if not 1 <= index <= count:
-        raise IndexError(f"forward frame {index} does not exist: this recording has 1 to {count}")
-    op = forward.replayed[index - 1]
-    step = index - count - 1
-    _, node_time = _op_times(recording)
-    order = [n.id for n in recording.graph.nodes]
-    nodes = tuple(n for n in order if node_time.get(n) == step)
-    visible = tuple(n for n in order if node_time.get(n, step) <= step)
-    return ForwardFrame(
-        index=index,
-        step=step,
-        op=op,
-        outputs=_op_outputs(op),
-        nodes=nodes,
-        visible_nodes=visible,
-        narration=forward_narration(recording, op),
-    )
-
-
-def forward_frames(recording: Recording) -> list[ForwardFrame]:
-    """Every forward frame, in the order the ops ran (empty without ``watch()``)."""
-    return [_forward_frame(recording, j) for j in range(1, len(recording.forward_ops) + 1)]
-
-
-def _names(forward: Forward, tensor_ids: tuple[str, ...] | list[str]) -> str:
-    return ", ".join(forward.label(t) for t in tensor_ids)
-
-
-def _switches_on(op: FOp) -> bool:
-    if op.name.startswith("requires_grad ="):
-        return op.name.endswith("True")
-    return not any(a.tensor is None and a.value is False for a in op.inputs)
-
-
-def _op_effect(recording: Recording, op: FOp) -> str:
-    """What one forward op did to the graph, in a few words."""
-    forward = _forward(recording)
-    outputs = _op_outputs(op)
-    made = _names(forward, outputs)
-    nodes = [
-        recording.graph.node(n).type_name
-        for n, index in forward.node_ops.items()
-        if index == op.index and any(m.id == n for m in recording.graph.nodes)
-    ]
-    if op.kind == "requires_grad":
-        if _switches_on(op):
-            return f"{made} joins the graph (a leaf that requires grad)"
-        return f"{made} leaves the graph (requires_grad off)"
-    if op.kind == "inplace":
-        changes = [
-            f"{forward.label(b.tensor)}'s version {b.before} → {b.after}" for b in op.bumps
-        ] or [f"{made} changed in place"]
-        text = "; ".join(changes)
-        recorded = [g for g in op.grad_fns if g]
-        if recorded:
-            text += f" ({recorded[0]} recorded)"
-        return text
-    if op.kind == "detach":
-        return f"{made} shares the data but is cut off the graph"
-    if op.kind == "factory":
-        wants_grad = any(a.position == "requires_grad" and a.value is True for a in op.inputs)
-        if nodes or wants_grad:
-            return f"{made} made: a leaf that requires grad"
-        return f"{made} made: off the graph (requires_grad=False)"
-    recorded = list(dict.fromkeys(g for g in op.grad_fns if g))
-    if recorded:
-        text = " and ".join(recorded) + " recorded"
-        if len(outputs) > 1:
-            text += f" ({len(outputs)} outputs: {made})"
-        return text
-    if op.inference_mode:
-        return f"{made} made under inference_mode: nothing recorded"
-    if not op.grad_enabled:
-        return f"{made} made under no_grad: nothing recorded"
-    return f"no input requires grad: nothing recorded ({made} is off the graph)"
-
-
-def forward_narration(recording: Recording, op: FOp) -> str:
-    """'i = g / h at lessons.py:63: DivBackward0 recorded', and the like."""
-    where = op.name
-    if op.line is not None:
-        code = op.line.text.strip()
-        where = f"{code} at {op.line.short()}" if code else f"{op.name} at {op.line.short()}"
-        line = (op.line.filename, op.line.lineno)
-        shared = [
-            o for o in recording.forward_ops if o.line and (o.line.filename, o.line.lineno) == line
-        ]
-        if code and len(shared) > 1 and op.kind != "factory":  # say which op of the line
-            made = _names(_forward(recording), _op_outputs(op))
-            where += f": {op.name}" if made == op.name else f": {op.name} → {made}"
-    return f"{where}: {_op_effect(recording, op)}"
-
-
-def describe_forward(recording: Recording, index: int) -> dict[str, Any]:
-    """The side panel's data for forward frame ``index`` (1 .. F): plain strings only."""
-    frame = _forward_frame(recording, index)
-    forward = _forward(recording)
-    op = frame.op
-    recorded = [g for g in op.grad_fns if g]
-    return {
-        "index": index,
-        "step": frame.step,
-        "type": op.name,
-        "kind": op.kind,
-        "line": None if op.line is None else op.line.short(),
-        "code": None if op.line is None else op.line.text.strip(),
-        "outputs": [forward.label(t) for t in frame.outputs],
-        "recorded": recorded[0] if recorded else None,
-        "nodes": list(frame.nodes),
-        "narration": frame.narration,
-    }
 
 
 # -- the schedule: at which step each element changes ----------------------------------------
@@ -599,6 +434,16 @@ def start_layouts(
     return layout_batch(recording, views, _LAYOUTS.setdefault(recording, {}))
 
 
+def beyond_dot(recording: Recording, view_options: dict[str, Any]) -> bool:
+    """True when Graphviz ``dot`` would not lay this view out within its budget
+    (``render.backend.layout_plan``: gradviz's layered layout would place it instead). Its
+    DOT is written once per open ``start_layouts`` batch, so weighing it costs nothing more
+    when it is laid out after."""
+    render_options = replay_options(recording, **view_options)
+    view = view_dot(recording, render_options, repr(sorted(view_options.items())))
+    return any(layout_plan(estimate(text)) == "layered" for text in view.texts)
+
+
 def step_svg(recording: Recording, index: int, **options: Any) -> str:
     """One step as a standalone SVG; negative steps are forward frames (under ``watch()``)."""
     _check_step(recording, index)
@@ -658,7 +503,8 @@ def replay_data(
     forward frame, in order); without it, neither key exists.
     """
     prefix = prefix or recording.graph.prefix
-    steps = [describe_step(recording, i) for i in range(len(recording.steps) + 1)]
+    with narrating(recording.graph):
+        steps = [describe_step(recording, i) for i in range(len(recording.steps) + 1)]
     data: dict[str, Any] = {
         "prefix": prefix,
         "count": len(recording.steps) + 1,
@@ -671,7 +517,7 @@ def replay_data(
     count = len(recording.forward_ops)
     if count:
         data["first"] = -count
-        data["forward"] = [describe_forward(recording, j) for j in range(1, count + 1)]
+        data["forward"] = describe_forwards(recording)
     return data
 
 

@@ -23,7 +23,8 @@ from gradviz.escape import visible_text
 from gradviz.explain.steps import describe_step
 from gradviz.model.recording import Recording
 from gradviz.render import raster
-from gradviz.replay.frames import describe_forward, step_svg
+from gradviz.replay.forwardframes import describe_forward
+from gradviz.replay.frames import step_svg
 
 __all__ = ["Slide", "save_pdf", "save_pptx", "slides"]
 
