@@ -10,13 +10,13 @@ from gradviz.capture import _autograd
 
 def _counting(monkeypatch) -> list[object]:  # type: ignore[no-untyped-def]
     calls: list[object] = []
-    real = _autograd.saved_values
+    real = _autograd.read_saved  # what the reader calls per node
 
-    def counted(node: object) -> tuple[list[tuple[str, object]], bool]:
+    def counted(node: object) -> tuple[list[tuple[str, object]], bool, bool, bool]:
         calls.append(node)
         return real(node)
 
-    monkeypatch.setattr(_autograd, "saved_values", counted)
+    monkeypatch.setattr(_autograd, "read_saved", counted)
     return calls
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "next_functions",
     "next_functions_of",
     "node_facts",
+    "read_saved",
     "reentrant_checkpoint",
     "saved_values",
     "variable_of",
@@ -226,6 +227,67 @@ def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
             continue
         found.append((attribute.removeprefix("_saved_"), value))
     return found, False
+
+
+# per node class: each saved attribute (its name, the name without ``_saved_``, its
+# ``_raw`` twin or None), whether it is a custom Function's ``saved_tensors`` instead, and
+# whether it is a reentrant checkpoint's node
+_ReadPlan = tuple[tuple[tuple[str, str, str | None], ...], bool, bool]
+_READ_PLANS: dict[type, _ReadPlan] = {}
+
+
+def _read_plan(node_type: type) -> _ReadPlan:
+    raw = set(_raw_attributes(node_type))
+    names = _saved_attributes(node_type)
+    attributes = tuple(
+        (a, a.removeprefix("_saved_"), "_raw" + a if a in raw else None) for a in names
+    )
+    custom = not names and hasattr(node_type, "saved_tensors")
+    forward = getattr(node_type, "_forward_cls", None)
+    reentrant = getattr(forward, "__module__", None) == _CHECKPOINT_MODULE
+    plan = _READ_PLANS[node_type] = (attributes, custom, reentrant)
+    return plan
+
+
+def read_saved(node: Node) -> tuple[list[tuple[str, object]], bool, bool, bool]:
+    """``saved_values``, ``checkpointed`` and ``reentrant_checkpoint`` of a node in one
+    pass: what record() reads of every node before its backward. The facts of the node's
+    class are looked up once per class, each ``_raw`` twin is read once (the first tells
+    whether the node is checkpointed, each one whether its value is a placeholder)."""
+    node_type = type(node)
+    plan = _READ_PLANS.get(node_type) or _read_plan(node_type)
+    attributes, custom, reentrant = plan
+    if custom:
+        values, freed = saved_values(node)
+        return values, freed, False, reentrant
+    found: list[tuple[str, object]] = []
+    in_checkpoint: bool | None = None  # from the first ``_raw`` twin, as ``checkpointed``
+    for attribute, name, raw_name in attributes:
+        if raw_name is not None:
+            try:
+                hook = getattr(getattr(node, raw_name, None), "unpack_hook", None)
+            except RuntimeError:  # freed already
+                hook = None
+            placeholder = hook is not None and (
+                getattr(hook, "__module__", None) == _CHECKPOINT_MODULE
+            )
+            if in_checkpoint is None:
+                in_checkpoint = placeholder
+            if placeholder:
+                continue  # reading it would rerun the user's forward (``checkpointed``)
+        try:
+            value = getattr(node, attribute)
+        except RuntimeError as error:
+            if FREED_MARKER in str(error):
+                if in_checkpoint is None:
+                    in_checkpoint = checkpointed(node)
+                return found, True, in_checkpoint, reentrant
+            # an in-place change makes reading raise too; show the reason, not a crash
+            found.append((name, RuntimeError(str(error))))
+            continue
+        if value is not None:
+            found.append((name, value))
+    return found, False, bool(in_checkpoint), reentrant
 
 
 def _hooks_dict(handle: Any) -> dict[int, object] | None:

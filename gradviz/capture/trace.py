@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -446,6 +446,8 @@ class _SavedReader:
         # node id -> ((device, data pointer), bytes) of each saved tensor's storage
         self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
         self.checkpointed: set[str] = set()  # node ids run inside torch.utils.checkpoint
+        # (name, dtype, shape) or (name, repr) -> the frozen SavedValue they make
+        self.shared: dict[object, SavedValue] = {}
 
     def storages(self, nodes: list[Node]) -> SavedStorages:
         """Each node's saved storages, deduplicated: a tensor saved by two nodes (an
@@ -476,13 +478,14 @@ class _SavedReader:
         """The node's saved values, read from the live torch node (and its storages noted
         for ``saved_storages``)."""
         with own_ops():  # inside watch(): the summaries are not the user's ops
-            values, freed = _autograd.saved_values(node.torch_node)
+            torch_node = node.torch_node
+            values, freed, in_checkpoint, reentrant = _autograd.read_saved(torch_node)
             storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
-            if _autograd.checkpointed(node.torch_node):  # it holds its segment's inputs
+            if in_checkpoint:  # it holds its segment's inputs
                 self.checkpointed.add(node.id)
-                inputs = _autograd.checkpoint_inputs(node.torch_node)
+                inputs = _autograd.checkpoint_inputs(torch_node)
                 storages += [_storage_of(t) for t in inputs]
-            elif _autograd.reentrant_checkpoint(node.torch_node):  # its saved values: inputs
+            elif reentrant:  # its saved values: inputs
                 self.checkpointed.add(node.id)
             if storages:
                 self.saved_raw[node.id] = storages
@@ -490,9 +493,32 @@ class _SavedReader:
 
     def _saved_value(self, name: str, value: object) -> SavedValue:
         """``_saved_value``, summarizing a small saved tensor once per walk: the same tensor
-        (a weight, an activation) is often saved by several nodes."""
-        if type(value) is not torch.Tensor or value.numel() > SMALL_NUMEL:
-            return _saved_value(name, value)
+        (a weight, an activation) is often saved by several nodes. A ``SavedValue`` is
+        frozen, so one whose text follows from the name and the dtype and shape (a big
+        tensor) or from the repr (sizes, scalars) is built once per walk and shared."""
+        kind = type(value)
+        if kind is torch.Tensor:
+            tensor = cast(torch.Tensor, value)
+            if tensor.numel() > SMALL_NUMEL:
+                key: object = (name, tensor.dtype, tensor.shape)
+                saved = self.shared.get(key)
+                if saved is None:
+                    saved = self.shared[key] = _saved_value(name, tensor)
+                return saved
+            return self._small_tensor(name, tensor)
+        if kind in _SCALARS or (
+            kind is tuple
+            and value
+            and not isinstance(cast(tuple[object, ...], value)[0], torch.Tensor)
+        ):
+            text = repr(value)[:80]
+            saved = self.shared.get((name, text))
+            if saved is None:
+                saved = self.shared[(name, text)] = SavedValue(name, text)
+            return saved
+        return _saved_value(name, value)
+
+    def _small_tensor(self, name: str, value: torch.Tensor) -> SavedValue:
         key = id(value)
         entry = self.saved_summaries.get(key)
         version = value._version
