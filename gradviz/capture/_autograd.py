@@ -89,9 +89,12 @@ def is_accumulate_grad(node: Node) -> bool:
     return type(node).__name__ == "AccumulateGrad"
 
 
+_CUSTOM_FUNCTION_NODE = torch.autograd.function.BackwardCFunction  # looked up once
+
+
 def is_custom_function(node: Node) -> bool:
     """Whether the node runs a custom ``autograd.Function``'s Python backward."""
-    return isinstance(node, torch.autograd.function.BackwardCFunction)
+    return isinstance(node, _CUSTOM_FUNCTION_NODE)
 
 
 def leaf_variable(node: Node) -> torch.Tensor | None:

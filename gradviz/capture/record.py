@@ -520,13 +520,17 @@ class _Recorder:
         hooks_for = self.hooks_for
         one_hook_for = self.one_hook_for
         retained = self.retained
+        add = handles.add
+        one_hook_nodes = self.one_hook_nodes
+        has_other_hooks = _autograd.has_other_hooks
         for node in self.graph.nodes:
             torch_node = node.torch_node
-            retains = any(tensor.retains_grad for _, tensor in retained.get(node.id, ()))
+            entries = retained.get(node.id)  # most nodes have no retained tensor
+            retains = entries is not None and any(t.retains_grad for _, t in entries)
             if one_hook_will_do(node, retains):
-                self.one_hook_nodes.add(node.id)
-                handle = handles.add(torch_node.register_hook(one_hook_for(node)))
-                if not _autograd.has_other_hooks(handle):
+                one_hook_nodes.add(node.id)
+                handle = add(torch_node.register_hook(one_hook_for(node)))
+                if not has_other_hooks(handle):
                     continue
                 handles.drop_last()  # the user's own hooks are here: two hooks, as below
                 self.one_hook_nodes.discard(node.id)
