@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradviz.model.recording import GradValue, Recording, as_summary
+import torch
+
+from gradviz.model.recording import GradValue, Recording
+from gradviz.model.summarize import dtype_name
 
 __all__ = ["REENTRANT_NODE", "MemoryStep", "MemoryTimeline", "format_bytes", "saved_memory"]
 
@@ -45,8 +48,9 @@ def format_bytes(count: int) -> str:
 def _grad_bytes(value: GradValue | None) -> int:
     if value is None:
         return 0
-    summary = as_summary(value)
-    return summary.numel * _ITEMSIZE.get(summary.dtype, 4)
+    if isinstance(value, torch.Tensor):  # what its summary would say, without reading it
+        return value.numel() * _ITEMSIZE.get(dtype_name(value.dtype), 4)
+    return value.numel * _ITEMSIZE.get(value.dtype, 4)
 
 
 @dataclass(frozen=True)

