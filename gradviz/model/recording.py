@@ -8,6 +8,8 @@ output of the forward op) and what it sent (``grad_inputs``, aligned with its
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,14 +30,47 @@ __all__ = [
     "Step",
     "as_summary",
     "short_text",
+    "summaries_once",
     "value_text",
 ]
 
 GradValue = torch.Tensor | Summary
 
 
+# Inside ``summaries_once``: each kept tensor's summary, by id, with the tensor itself (held,
+# so its id cannot be reused while the entry lives).
+_ONCE: ContextVar[dict[int, tuple[torch.Tensor, Summary]] | None] = ContextVar(
+    "gradviz_summaries_once", default=None
+)
+
+
+@contextmanager
+def summaries_once() -> Iterator[None]:
+    """Inside the block each kept tensor is summarized once, however many texts tell it
+    (a page's health, edge labels, panel text and quiz summarize the same gradients about
+    1,000 times on a 6-layer TransformerEncoder). Only around work that changes no
+    recorded value (a page's save): outside it, a tensor changed in place since is
+    summarized afresh. Joins an enclosing block; per thread and task (a context variable)."""
+    if _ONCE.get() is not None:
+        yield
+        return
+    token = _ONCE.set({})
+    try:
+        yield
+    finally:
+        _ONCE.reset(token)
+
+
 def as_summary(value: GradValue) -> Summary:
-    return value if isinstance(value, Summary) else summarize(value)
+    if isinstance(value, Summary):
+        return value
+    once = _ONCE.get()
+    if once is None:
+        return summarize(value)
+    found = once.get(id(value))
+    if found is None or found[0] is not value:
+        found = once[id(value)] = (value, summarize(value))
+    return found[1]
 
 
 def value_text(value: GradValue | None, max_chars: int = 40) -> str:

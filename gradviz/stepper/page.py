@@ -23,7 +23,7 @@ import rjsmin
 
 from gradviz.errors import GradvizError, GradvizWarning
 from gradviz.escape import json_text
-from gradviz.model.recording import Recording
+from gradviz.model.recording import Recording, summaries_once
 from gradviz.progress import progress
 from gradviz.render.pagesvg import page_svg
 from gradviz.render.theme import DARK, DEFAULT, Theme
@@ -183,8 +183,9 @@ def stepper_payload(
     """
     options.pop("view", None)
     chosen = chosen_views(recording, views)
-    # one batch: a view's DOT written to weigh it (_default_views) is laid out as it is
-    with start_layouts(recording, []):
+    # one batch: a view's DOT written to weigh it (_default_views) is laid out as it is;
+    # each kept gradient summarized once for all the page's texts
+    with summaries_once(), start_layouts(recording, []):
         if views is None and not lazy:
             chosen = _default_views(recording, chosen, options)
         opening = default_view(recording, chosen)
