@@ -1,6 +1,7 @@
 """A big page whose Memory and Health toggles may take it over the weight budget is packed
-once: the data both versions share goes through gzip once, and each version is exactly
-what packing it alone gives."""
+once per zlib level: the data both versions share goes through gzip once (at the quick
+level, then at the tight one where the quick one is over budget), and each version is
+exactly what packing it alone gives."""
 
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ def test_a_page_over_budget_with_the_toggles_is_packed_once(
     toggles = {k: unpack_state(heavy)["data"][k] for k in ("memory", "health")}
     once = len(json.dumps(unpack_state(light), ensure_ascii=False, separators=(",", ":")))
     once += len(json.dumps(toggles, ensure_ascii=False, separators=(",", ":")))
-    assert counting.fed < 1.1 * once
+    # once at the quick level (over budget), once at the tight one (still over: no toggles)
+    assert counting.fed < 2.2 * once
 
 
 def test_a_page_within_budget_keeps_the_toggles_and_the_same_data(
