@@ -1637,9 +1637,11 @@ export function mount(el, model) {
 
   // -- download the current step: its classes and the stylesheet inlined --
   function stepSvgText() {
-    if (view.virtual) view.virtual.all();
-    const clone = view.svg.cloneNode(true);
-    if (view.virtual) view.virtual.restore();
+    // a lazy view (assets/lazy.js) writes its unparsed nodes and edges from their text
+    const lazy = view.virtual && view.virtual.snapshot ? view.virtual.snapshot() : null;
+    if (view.virtual && !lazy) view.virtual.all();
+    const clone = lazy ? lazy.clone : view.svg.cloneNode(true);
+    if (view.virtual && !lazy) view.virtual.restore();
     clone.style.removeProperty("transform");
     const [w, h] = view.size;
     if (w) clone.setAttribute("width", w);
@@ -1649,7 +1651,8 @@ export function mount(el, model) {
     const sheet = document.createElementNS("http://www.w3.org/2000/svg", "style");
     sheet.textContent = String(css.plain || "") + (labels.checked ? "" : ".gv_grad{display:none}");
     clone.insertBefore(sheet, clone.firstChild);
-    return new XMLSerializer().serializeToString(clone);
+    const text = new XMLSerializer().serializeToString(clone);
+    return lazy ? lazy.text(text) : text;
   }
   function downloadSvg() {
     const blob = new Blob([stepSvgText()], { type: "image/svg+xml" });
