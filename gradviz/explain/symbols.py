@@ -12,6 +12,7 @@ from gradviz.explain.terms import (
 )
 from gradviz.explain.text import (
     Tensor,
+    _as_sent,
     _as_tensor,
 )
 from gradviz.model.graph import Edge, Graph, Node
@@ -259,7 +260,7 @@ def _context(recording: Recording, step: Step, depth: int = 2, grads: bool = Tru
     graph = recording.graph
     node = graph.node(step.node_id)
     edges = graph.out_edges(step.node_id)
-    sent = [_as_tensor(v) for v in step.grad_inputs] if grads and step.grad_inputs else []
+    sent = [_as_sent(v) for v in step.grad_inputs] if grads and step.grad_inputs else []
     ctx = _Ctx(
         recording=recording,
         step=step,

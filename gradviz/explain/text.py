@@ -33,6 +33,17 @@ def _as_tensor(value: object) -> Tensor | None:
     return None
 
 
+def _as_sent(value: object) -> Tensor | None:
+    """A gradient a node sent, as ``_agree`` checks it: a real tensor as recorded (``_agree``
+    converts to float64 only the elements it checks: the same numbers, since the conversion
+    is exact and element by element; a TransformerEncoder's weight gradients were copied
+    whole), anything else as ``_as_tensor`` gives it."""
+    plain = isinstance(value, Tensor) and value.layout == torch.strided
+    if isinstance(value, Tensor) and plain and not (value.is_complex() or value.is_meta):
+        return value.detach()
+    return _as_tensor(value)
+
+
 def _nested(t: Tensor) -> str:
     if t.dim() == 0:
         return format_number(float(t))
@@ -122,6 +133,8 @@ def _agree(expected: Tensor, sent: Tensor) -> bool:
         stride = -(-expected.numel() // CHECKED_ELEMENTS)
         expected = expected.reshape(-1)[::stride]
         sent = sent.reshape(-1)[::stride]
+    if expected.dtype == torch.float64 and sent.dtype != torch.float64:
+        sent = sent.to(torch.float64)  # a recorded tensor (``_as_sent``): its checked elements
     plain = all(t.dtype == torch.float64 and t.device.type == "cpu" for t in (expected, sent))
     if not plain or not _HAS_NUMPY:
         return _agree_torch(expected, sent)
