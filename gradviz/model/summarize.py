@@ -138,20 +138,25 @@ def _dense_cpu_summary(tensor: torch.Tensor, small_numel: int) -> Summary | None
     if numel <= small_numel or not tensor.is_cpu or tensor.layout != torch.strided:
         return None
     contiguous = tensor.is_contiguous()
-    # a transposed matrix (TBackward's, a weight's gradient): its memory read in order
-    transposed = not contiguous and tensor.dim() == 2 and tensor.t().is_contiguous()
-    if not (contiguous or transposed) or tensor.is_neg():
+    order: tuple[int, ...] | None = None  # the dims in memory order, when not contiguous
+    if not contiguous:
+        # a transposed matrix (TBackward's, a weight's gradient) or a permuted tensor
+        # (attention's heads): its memory read in order
+        order = _memory_order(tensor)
+        if order is None:
+            return None
+    if tensor.is_neg():
         return None
     if tensor.requires_grad:
         tensor = tensor.detach()
     whole = tensor.numpy()
     # the values in memory order, a view (no copy): the order _dense_flat reads them in
-    array = whole.reshape(-1) if contiguous else whole.T.reshape(-1)
+    array = whole.reshape(-1) if order is None else whole.transpose(order).reshape(-1)
     if numel <= NUMPY_MAX:
         low = float(_MINIMUM(array))
         high = float(_MAXIMUM(array))
     else:  # one pass instead of NumPy's two (min and max are exact either way)
-        flat = tensor.view(-1) if contiguous else tensor.t().view(-1)
+        flat = tensor.view(-1) if order is None else tensor.permute(order).view(-1)
         low_t, high_t = torch.aminmax(flat)
         low, high = low_t.item(), high_t.item()
     big = max(-low, high)
@@ -163,7 +168,7 @@ def _dense_cpu_summary(tensor: torch.Tensor, small_numel: int) -> Summary | None
         total = float(array.dot(ones[:numel]))
         squares = float(array.dot(array))
     else:
-        flat = tensor.view(-1) if contiguous else tensor.t().view(-1)
+        flat = tensor.view(-1) if order is None else tensor.permute(order).view(-1)
         total = flat.sum().item()
         squares = float(array.dot(array)) if safe else torch.dot(flat, flat).item()
     nan, inf = _nonfinite(low, high, array)
@@ -180,6 +185,17 @@ def _dense_cpu_summary(tensor: torch.Tensor, small_numel: int) -> Summary | None
         nan,
         inf,
     )
+
+
+def _memory_order(tensor: torch.Tensor) -> tuple[int, ...] | None:
+    """The dims of a dense non-contiguous tensor in memory order (``_dense_flat``'s), or
+    None when its values do not fill their memory densely."""
+    if tensor.dim() == 2:  # the commonest: a transpose
+        return (1, 0) if tensor.t().is_contiguous() else None
+    strides = tensor.stride()
+    shape = tensor.shape
+    order = tuple(sorted(range(len(strides)), key=lambda d: (-strides[d], -shape[d])))
+    return order if tensor.permute(order).is_contiguous() else None
 
 
 _SUMMARY_NEW = object.__new__
