@@ -238,7 +238,10 @@ class _Walker:
             self.leaf_nodes[id(leaf)] = node_id
         tensor_rows, build_tensors = self._tensor_rows()
         build = _object_builder(self.torch_nodes, edges, self.read_saved)
-        graph = Graph.from_rows(rows, edges, build, _unique(root_ids), tensor_rows, build_tensors)
+        # every id in the rows is one the walk made above: f"n{index}", f"t{index}"
+        graph = Graph.from_rows(
+            rows, edges, build, _unique(root_ids), tensor_rows, build_tensors, plain_ids=True
+        )
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
         graph.saved_storages_source = self.saved.storages
         return graph

@@ -230,6 +230,7 @@ class Graph:
     _tensors: list[TensorRecord] | None
     _tensor_rows: list[TensorRow]
     _build_tensors: Callable[[], list[TensorRecord]] | None
+    _plain_ids: bool
 
     def __init__(
         self,
@@ -252,16 +253,21 @@ class Graph:
         root_ids: list[str],
         tensor_rows: list[TensorRow],
         build_tensors: Callable[[], list[TensorRecord]],
+        *,
+        plain_ids: bool = False,
     ) -> Graph:
         """A graph whose nodes and edges ``build()`` makes on first use (one per row, in
         order), and its tensor records ``build_tensors()`` (one per tensor row, in order);
-        until then drawings read the rows."""
+        until then drawings read the rows. ``plain_ids``: the caller made every id of the
+        rows itself, a plain identifier (``trace()`` makes ``n3``, ``t0``), so a drawing
+        need not check them while it reads these rows (``rows_have_plain_ids``)."""
         graph = cls.__new__(cls)
         graph._nodes, graph._edges = None, None
         graph._node_rows, graph._edge_rows, graph._build = node_rows, edge_rows, build
         graph._tensors, graph._tensor_rows = None, tensor_rows
         graph._build_tensors = build_tensors
         graph._start(root_ids)
+        graph._plain_ids = plain_ids
         return graph
 
     def _built(self) -> tuple[list[Node], list[Edge]]:
@@ -310,7 +316,19 @@ class Graph:
         ``TensorRecord`` is built; None after (the records then decide)."""
         return self._tensor_rows if self._tensors is None else None
 
+    def rows_have_plain_ids(self) -> bool:
+        """Whether a drawing reads only rows whose ids their maker vouched for (see
+        ``from_rows``): no ``Node``, ``Edge`` or ``TensorRecord`` built yet (once built, they
+        are lists anyone may change) and no ``watch()`` data (whose ids it did not make)."""
+        return (
+            self._plain_ids
+            and self._nodes is None
+            and self._tensors is None
+            and self.forward is None
+        )
+
     def _start(self, root_ids: list[str]) -> None:
+        self._plain_ids = False
         self.root_ids = root_ids
         # node id -> node, out edges, in edges: built on the first lookup (a drawing needs none)
         self._lookups: tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]] | None

@@ -60,7 +60,11 @@ def _all_plain(ids: list[object]) -> bool:
 
 def check_ids(graph: Graph) -> None:
     """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
-    built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
+    built by hand or loaded some other way cannot smuggle DOT syntax in through an id.
+    The rows of a fresh ``trace()`` hold only the ids the walk made (``n3``, ``t0``): no
+    check needed while a drawing reads those rows alone (``Graph.rows_have_plain_ids``)."""
+    if graph.rows_have_plain_ids():
+        return
     try:
         plain = _all_plain(list(_unique_ids(graph)))
     except TypeError:  # an id that cannot be hashed: certainly no plain one

@@ -1,0 +1,84 @@
+"""What a fresh ``trace()`` and its first drawing leave out to stay cheap when the caches are
+cold, and that each shortcut holds only where it is sound."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import gradviz
+from gradviz.errors import InvalidInput
+from gradviz.model.graph import Edge, Graph, Node
+from gradviz.render import dot_ids
+from gradviz.render.views import to_dot
+from tests.models import MODELS
+
+
+def _refuse_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+
+    def counted(ids: list[object]) -> bool:
+        calls.append(len(ids))
+        return original(ids)
+
+    original = dot_ids._all_plain
+    monkeypatch.setattr(dot_ids, "_all_plain", counted)
+    return calls
+
+
+def test_a_fresh_trace_is_drawn_without_checking_the_ids_its_walk_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _refuse_checks(monkeypatch)
+    loss, names = MODELS["conv"]()
+    graph = gradviz.trace(loss, names=names)
+    assert graph.rows_have_plain_ids()
+    dot = graph.to_dot(values=False)
+    assert calls == []
+    # the same text as once the objects exist and every id is checked
+    graph.nodes  # noqa: B018  # builds the Node and Edge objects
+    assert not graph.rows_have_plain_ids()
+    assert graph.to_dot(values=False) == dot
+    assert len(calls) == 1
+
+
+def test_ids_are_checked_again_once_the_lists_can_be_changed() -> None:
+    x = torch.randn(3, requires_grad=True)
+    graph = gradviz.trace((x * 2).sum())
+    graph.nodes.append(Node("a b", "X", "X", 0))
+    with pytest.raises(InvalidInput, match="does not draw"):
+        graph.to_dot()
+    built = gradviz.trace((x * 2).sum())
+    built.tensors[0] = dataclasses.replace(built.tensors[0], id='x" onclick="')
+    assert not built.rows_have_plain_ids()
+    with pytest.raises(InvalidInput, match="does not draw"):
+        built.to_dot()
+
+
+def test_rows_from_anyone_else_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _refuse_checks(monkeypatch)
+    graph = Graph.from_rows(
+        [("n0", "X"), ("node", "Y")],
+        [("n0", 0, "node", 0)],
+        lambda: ([Node("n0", "X", "X", 1), Node("node", "Y", "Y", 0)], [Edge("n0", 0, "node", 0)]),
+        ["n0"],
+        [],
+        list,
+    )
+    assert not graph.rows_have_plain_ids()
+    with pytest.raises(InvalidInput, match="does not draw"):
+        to_dot(graph)
+    assert calls
+
+
+def test_a_graph_with_watch_data_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _refuse_checks(monkeypatch)
+    x = torch.randn(3, requires_grad=True)
+    with gradviz.watch() as watch:
+        loss = (x.exp() * 2).sum()
+    graph = watch.trace(loss, names={"x": x})
+    assert not graph.rows_have_plain_ids()
+    graph.to_dot(view="backward")
+    assert calls
