@@ -82,3 +82,42 @@ def test_a_graph_with_watch_data_is_checked(monkeypatch: pytest.MonkeyPatch) -> 
     assert not graph.rows_have_plain_ids()
     graph.to_dot(view="backward")
     assert calls
+
+
+def test_a_walk_keeps_nodes_and_edges_as_columns_that_agree_with_the_objects() -> None:
+    loss, names = MODELS["transformer"]()
+    fresh = gradviz.trace(loss, names=names)
+    columns = fresh.node_columns()
+    assert columns is not None
+    ids, type_names = columns
+    srcs, slots, dsts, input_nrs = fresh.edge_columns()
+    assert fresh.node_rows() == list(zip(ids, type_names, strict=True))
+    assert fresh.edge_rows() == list(zip(srcs, slots, dsts, input_nrs, strict=True))
+    built = gradviz.trace(loss, names=names)
+    nodes, edges = built.nodes, built.edges
+    assert built.node_columns() is None
+    assert ids == [n.id for n in nodes] and type_names == [n.type_name for n in nodes]
+    assert (srcs, slots, dsts, input_nrs) == built.edge_columns()
+    assert [(e.src, e.slot, e.dst, e.input_nr) for e in edges] == built.edge_rows()
+    # the same prefix whichever way the key is read, and after a round trip through JSON
+    assert fresh.prefix == built.prefix == Graph.from_dict(built.to_dict()).prefix
+    assert fresh.to_dot(values=False) == built.to_dot(values=False)
+
+
+def test_node_ids_are_made_once_and_any_number_of_them_is_right() -> None:
+    small = gradviz.trace((torch.randn(3, requires_grad=True) * 2).sum())
+    again = gradviz.trace((torch.randn(3, requires_grad=True) * 3).sum())
+    small_ids, again_ids = small.node_columns()[0], again.node_columns()[0]  # type: ignore[index]
+    assert small_ids == again_ids == ["n0", "n1", "n2"]
+    assert all(a is b for a, b in zip(small_ids, again_ids, strict=True))  # shared, not remade
+    x = torch.randn(2, requires_grad=True)
+    y = x
+    for _ in range(6000):  # more nodes than any walk before: ids made as found
+        y = y * 1.0
+    chain = gradviz.trace(y.sum())
+    ids = chain.node_columns()[0]  # type: ignore[index]
+    assert ids == [f"n{index}" for index in range(len(ids))] and len(ids) == 6002
+    assert set(chain.edge_columns()[0]) <= set(ids)
+    dot = chain.to_dot(values=False)
+    chain.nodes  # noqa: B018
+    assert chain.to_dot(values=False) == dot

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
-from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord, TensorRow, tensor_label
+from gradviz.model.graph import Edge, Graph, Node, TensorRecord, TensorRow, tensor_label
 from gradviz.model.values import Role
 from gradviz.render.dot_ids import check_ids, dot_id
 from gradviz.render.dot_tables import _shape_line, _tensor_table, _value_line
@@ -53,15 +53,16 @@ _PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 def _multi_output_nodes(graph: Graph) -> set[str]:
     """``Graph.is_multi_output`` for every node, in one pass over the edges."""
-    rows = graph.edge_rows()
+    _, _, dsts, input_nrs = graph.edge_columns()
     # an edge into an output other than 0 marks its node; with no negative output numbers
     # (a hand-built graph may have them) that is the whole rule
-    into_others = [row for row in rows if row[3] and row[2] is not None]
-    if all(row[3] > 0 for row in into_others):
-        return {row[2] for row in into_others}  # type: ignore[misc]  # not None: above
+    pairs = zip(dsts, input_nrs, strict=True)
+    into_others = [(dst, nr) for dst, nr in pairs if nr and dst is not None]
+    if all(nr > 0 for _, nr in into_others):
+        return {dst for dst, _ in into_others if dst is not None}
     first: dict[str, int] = {}
     multi: set[str] = set()
-    for _, _, dst, input_nr in rows:
+    for dst, input_nr in zip(dsts, input_nrs, strict=True):
         if dst is None:
             continue
         if input_nr > 0 or first.setdefault(dst, input_nr) != input_nr:
@@ -167,9 +168,9 @@ class _DotWriter:
         else:
             self._row_roots(tensor_rows)
         self._scoped = True
-        rows = self.graph.node_rows()
-        if rows is not None and not self.options.saved:  # fresh from trace(): plain nodes
-            self._plain_nodes(rows)
+        columns = self.graph.node_columns()
+        if columns is not None and not self.options.saved:  # fresh from trace(): plain nodes
+            self._plain_nodes(*columns)
         else:
             for node in self.graph.nodes:
                 self._node(node)
@@ -262,11 +263,12 @@ class _DotWriter:
             tail = self._scoped_tails[type_name] = f"label=<{title}>{more}"
         return tail
 
-    def _plain_nodes(self, rows: list[NodeRow]) -> None:
-        """Nodes drawn with their type only, from (id, type_name) rows: ``_node``'s lines."""
+    def _plain_nodes(self, node_ids: list[str], type_names: list[str]) -> None:
+        """Nodes drawn with their type only, from the node columns: ``_node``'s lines."""
         tail = self._scoped_tail if self._scoped else self._node_tail
         prefix = self.prefix
         append = self.lines.append
+        rows = zip(node_ids, type_names, strict=True)
         if not self._plain_ids:
             for node_id, type_name in rows:
                 append(f"  {node_id} [id={dot_quote(f'{prefix}_{node_id}')} {tail(type_name)}];")
@@ -276,8 +278,9 @@ class _DotWriter:
         try:
             lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
         except KeyError:  # a type not drawn before: make its tail, then write them all
-            for _, type_name in rows:
+            for type_name in type_names:
                 tail(type_name)
+            rows = zip(node_ids, type_names, strict=True)
             lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
         self.lines += lines
 
@@ -291,19 +294,20 @@ class _DotWriter:
         multi = self._multi_output
         prefix = self.prefix
         special = self._edge_text
+        edges = zip(*self.graph.edge_columns(), strict=True)
         if self._scoped:  # the block's edge default is the class
             self.lines += [
                 f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}"];'
                 if dst is not None and dst not in multi
                 else special(src, slot, dst, input_nr)
-                for src, slot, dst, input_nr in self.graph.edge_rows()
+                for src, slot, dst, input_nr in edges
             ]
             return
         self.lines += [
             f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];'
             if dst is not None and dst not in multi
             else special(src, slot, dst, input_nr)
-            for src, slot, dst, input_nr in self.graph.edge_rows()
+            for src, slot, dst, input_nr in edges
         ]
 
     def _edge_text(self, src: str, slot: int, dst: str | None, input_nr: int) -> str:

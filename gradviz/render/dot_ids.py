@@ -89,12 +89,12 @@ def check_ids(graph: Graph) -> None:
 def _unique_ids(graph: Graph) -> set[object]:
     """Every id a drawing writes unquoted, once each (an edge's ends repeat node ids);
     collected by C-level maps over the rows (the order does not matter to the check)."""
-    first, third = itemgetter(0), itemgetter(2)
-    rows = graph.node_rows()
-    ids: set[object] = {n.id for n in graph.nodes} if rows is None else set(map(first, rows))
-    edges = graph.edge_rows()
-    ids.update(map(first, edges))
-    ends: set[object] = set(map(third, edges))
+    first = itemgetter(0)
+    columns = graph.node_columns()
+    ids: set[object] = {n.id for n in graph.nodes} if columns is None else set(columns[0])
+    srcs, _, dsts, _ = graph.edge_columns()
+    ids.update(srcs)
+    ends: set[object] = set(dsts)
     ends.discard(None)  # an input off the graph
     tensor_rows = graph.tensor_rows()
     if tensor_rows is None:
