@@ -121,3 +121,22 @@ def test_node_ids_are_made_once_and_any_number_of_them_is_right() -> None:
     dot = chain.to_dot(values=False)
     chain.nodes  # noqa: B018
     assert chain.to_dot(values=False) == dot
+
+
+def test_a_leaf_off_the_cpu_keeps_its_device_and_a_changed_leaf_takes_the_long_way() -> None:
+    from tests.test_trace_tensor_rows import _eager, _fields
+
+    x = torch.randn(3, device="meta", requires_grad=True)
+    w = torch.randn(3, requires_grad=True)
+    loss = (x * 2).sum()
+    other = (w * 3).sum()
+    names = {"x": x, "w": w}
+    expected = [_fields(record) for record in _eager((loss,), names)]
+    graph = gradviz.trace(loss, names=names)
+    assert [_fields(record) for record in graph.tensors] == expected
+    assert graph.tensor("x").device == "meta"
+    w.requires_grad_(False)  # after the forward: w is no plain leaf any more
+    expected = [_fields(record) for record in _eager((other,), names)]
+    graph = gradviz.trace(other, names=names)
+    assert [_fields(record) for record in graph.tensors] == expected
+    assert graph.tensor("w").role is gradviz.Role.CONSTANT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
@@ -287,33 +288,34 @@ class _Walker:
         add_row = rows.append
         add_source = sources.append
         leaf_role = Role.LEAF
+        made_ids = _tensor_ids(len(self.leaves) + len(rows))
+        read = _LEAF_FIELDS
         for leaf, node_id in self.leaves:
             key = id(leaf)
             if key in seen:
                 continue
             seen.add(key)
-            record_id = f"t{len(rows)}"
-            if not (leaf.requires_grad and leaf.is_leaf):  # changed since: the long way
+            record_id = made_ids[len(rows)]
+            try:  # the fields in one call: a Python attribute lookup costs as much as a read
+                requires_grad, is_leaf, version, grad, shape, dtype, is_cpu = read(leaf)
+            except RuntimeError:  # made under inference_mode, no version counter: the long way
+                requires_grad = is_leaf = False
+            if not (requires_grad and is_leaf):  # changed since the forward: the long way
                 record = self._record(record_id, leaf, False)
                 add_row(_row_of(record))
                 add_source(record)
                 continue
             name = named[key][0] if key in named else None
-            try:
-                version = leaf._version
-            except RuntimeError:  # made under inference_mode: no version counter
-                version = 0
-            grad = leaf.grad
             grad_from = None if grad is None else (grad, _autograd.version(grad))
-            shape = leaf.shape
-            dtype = leaf.dtype
             dtype_text = dtype_names.get(dtype)
             if dtype_text is None:
                 dtype_text = dtype_names[dtype] = dtype_name(dtype)
-            device = leaf.device
-            device_name = device_names.get(device)
-            if device_name is None:
-                device_name = device_names[device] = str(device)
+            device_name = "cpu"  # tensor.device makes a new object each time
+            if not is_cpu:
+                device = leaf.device
+                device_name = device_names.get(device) or device_names.setdefault(
+                    device, str(device)
+                )
             # the walk found the leaf at its first AccumulateGrad node: that is the node
             add_row((record_id, name, leaf_role, shape, dtype_text, node_id, False))
             add_source((leaf, version, grad_from, device_name))
@@ -573,7 +575,13 @@ def _saved_value(name: str, value: object) -> SavedValue:
     return SavedValue(name, repr(value)[:80])
 
 
+# what the walk reads of a plain leaf (``_tensor_rows``)
+_LEAF_FIELDS = operator.attrgetter(
+    "requires_grad", "is_leaf", "_version", "grad", "shape", "dtype", "is_cpu"
+)
+
 _made_ids: list[str] = []  # "n0", "n1", ...: replaced whole when it grows (threads share it)
+_made_tensor_ids: list[str] = []  # "t0", "t1", ...: the same for tensor records
 
 
 def _node_ids(count: int = 0) -> list[str]:
@@ -583,6 +591,15 @@ def _node_ids(count: int = 0) -> list[str]:
     made = _made_ids
     if len(made) < count:
         made = _made_ids = [f"n{index}" for index in range(max(count, 2 * len(made)))]
+    return made
+
+
+def _tensor_ids(count: int) -> list[str]:
+    """``_node_ids`` for tensor records: "t0", "t1", ..., at least ``count`` of them."""
+    global _made_tensor_ids
+    made = _made_tensor_ids
+    if len(made) < count:
+        made = _made_tensor_ids = [f"t{index}" for index in range(max(count, 2 * len(made)))]
     return made
 
 
