@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from itertools import compress
 
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord, TensorRow, tensor_label
@@ -55,11 +56,11 @@ def _multi_output_nodes(graph: Graph) -> set[str]:
     """``Graph.is_multi_output`` for every node, in one pass over the edges."""
     _, _, dsts, input_nrs = graph.edge_columns()
     # an edge into an output other than 0 marks its node; with no negative output numbers
-    # (a hand-built graph may have them) that is the whole rule
-    pairs = zip(dsts, input_nrs, strict=True)
-    into_others = [(dst, nr) for dst, nr in pairs if nr and dst is not None]
-    if all(nr > 0 for _, nr in into_others):
-        return {dst for dst, _ in into_others if dst is not None}
+    # (a hand-built graph may have them) that is the whole rule, run in C by compress
+    if min(input_nrs, default=0) >= 0:
+        into_others: set[str | None] = set(compress(dsts, input_nrs))
+        into_others.discard(None)  # an input off the graph
+        return into_others  # type: ignore[return-value]  # None: discarded
     first: dict[str, int] = {}
     multi: set[str] = set()
     for dst, input_nr in zip(dsts, input_nrs, strict=True):
@@ -296,9 +297,12 @@ class _DotWriter:
         special = self._edge_text
         edges = zip(*self.graph.edge_columns(), strict=True)
         if self._scoped:  # the block's edge default is the class
+            offgraph = self._offgraph_text
             self.lines += [
                 f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}"];'
                 if dst is not None and dst not in multi
+                else offgraph(src, slot)
+                if dst is None
                 else special(src, slot, dst, input_nr)
                 for src, slot, dst, input_nr in edges
             ]
@@ -309,6 +313,17 @@ class _DotWriter:
             else special(src, slot, dst, input_nr)
             for src, slot, dst, input_nr in edges
         ]
+
+    def _offgraph_text(self, src: str, slot: int) -> str:
+        """``_edge``'s lines for an input off the graph without a label (its box, then the
+        dashed edge to it), as one text, without an ``Edge`` object."""
+        prefix = self.prefix
+        box = f"c_{src}_{slot}"
+        return (
+            f'  {box} [id="{prefix}_{box}" {self._offgraph()}];\n'
+            f'  {src} -> {box} [id="{prefix}_e_{src}_{slot}" class="gv_edge gv_none" '
+            'style="dashed"];'
+        )
 
     def _edge_text(self, src: str, slot: int, dst: str | None, input_nr: int) -> str:
         """``_edge``'s line or lines as one text, joined as ``write`` joins lines."""
