@@ -140,3 +140,31 @@ def test_a_leaf_off_the_cpu_keeps_its_device_and_a_changed_leaf_takes_the_long_w
     graph = gradviz.trace(other, names=names)
     assert [_fields(record) for record in graph.tensors] == expected
     assert graph.tensor("w").role is gradviz.Role.CONSTANT
+
+
+def test_options_from_plain_keywords_are_made_once_and_only_when_equal() -> None:
+    from gradviz.render import theme as themes
+    from gradviz.render.options import RenderOptions
+
+    made = RenderOptions.make(values=False, direction="left-right")
+    assert RenderOptions.make(values=False, direction="left-right") is made
+    assert made.direction == "LR" and made.values is False
+    assert RenderOptions.make(fold=True).fold is True
+    assert RenderOptions.make(fold=1).fold == 1  # True == 1, but not the same option
+    assert RenderOptions.make(fold=1).fold is not True
+    assert RenderOptions.make(fold=True).fold is True
+    labels = {"n0.0": "1"}
+    assert RenderOptions.make(edge_labels=labels) is not RenderOptions.make(edge_labels=labels)
+    dark = RenderOptions.make(theme="dark")
+    replaced = dataclasses.replace(themes.THEMES["dark"], background="black")
+    old = themes.THEMES["dark"]
+    themes.THEMES["dark"] = replaced
+    try:
+        assert RenderOptions.make(theme="dark").theme is replaced  # the name's theme now
+    finally:
+        themes.THEMES["dark"] = old
+    assert RenderOptions.make(theme="dark").theme is old is dark.theme
+    with pytest.raises(ValueError, match="direction"):
+        RenderOptions.make(direction="sideways")
+    with pytest.raises(ValueError, match="direction"):  # a failure is never kept
+        RenderOptions.make(direction="sideways")
