@@ -19,7 +19,7 @@ from gradviz.model.graph import Edge, Graph, Node, TensorRecord, TensorRow, tens
 from gradviz.model.values import Role
 from gradviz.render.dot_ids import check_ids, dot_id
 from gradviz.render.dot_tables import _shape_line, _tensor_table, _value_line
-from gradviz.render.dot_texts import texts_for
+from gradviz.render.dot_texts import DotTexts, texts_for
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
@@ -101,7 +101,15 @@ def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) ->
     """The opening lines every gradviz DOT shares: graph, node and edge defaults (a new
     list; its text is kept per theme, prefix and direction: ``dot_texts``)."""
     # checks the theme again (a new value): its values go into DOT (and the SVG) as they are
-    headers = texts_for(theme, True).headers
+    return _kept_header(texts_for(theme, True), theme, prefix, direction, graph_extra)
+
+
+def _kept_header(
+    texts: DotTexts, theme: Theme, prefix: str, direction: str, graph_extra: dict[str, str]
+) -> list[str]:
+    """``dot_header`` from a theme's store (the header does not depend on ``shapes``, so
+    either store of the theme serves)."""
+    headers = texts.headers
     key = (prefix, direction, tuple(graph_extra.items()))
     lines = headers.get(key)
     if lines is None:
@@ -156,7 +164,8 @@ class _DotWriter:
         self._scoped = False
 
     def write(self) -> str:
-        self.lines = dot_header(self.theme, self.prefix, self.options.direction)
+        # the store the writer already has: its theme is checked, not hashed again
+        self.lines = _kept_header(self._texts, self.theme, self.prefix, self.options.direction, {})
         tensor_rows = self._compact_rows()
         # the backward nodes and edges in one block whose defaults are a node's box and an
         # edge's class: each of their lines carries its own text only. The roots come first
