@@ -119,6 +119,9 @@ def node_facts(node: Node) -> tuple[str, str, int, torch.Tensor | None]:
 
 def gradient_edge(tensor: torch.Tensor) -> tuple[Node, int]:
     """The node and output a tensor's gradient flows into (``AccumulateGrad`` for leaves)."""
+    grad_fn = tensor.grad_fn
+    if grad_fn is not None:  # what get_gradient_edge returns for it, without its wrapping
+        return grad_fn, int(tensor.output_nr)
     edge = get_gradient_edge(tensor)
     return edge.node, int(edge.output_nr)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
@@ -15,10 +16,9 @@ from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import (
     Edge,
-    EdgeRow,
+    EdgeColumns,
     Graph,
     Node,
-    NodeRow,
     SavedStorages,
     SavedValue,
     TensorRecord,
@@ -165,8 +165,6 @@ class _Walker:
         self.named = named
         self.ids: dict[Any, str] = {}  # live torch node -> id; keys keep nodes alive
         self.torch_nodes: list[Any] = []  # in visit order
-        self.rows: list[NodeRow] = []
-        self.edges: list[EdgeRow] = []
         # each AccumulateGrad's leaf and the node's id, in visit order
         self.leaves: list[tuple[torch.Tensor, str]] = []
         # id(leaf tensor) -> the id of the AccumulateGrad node that feeds it
@@ -181,22 +179,34 @@ class _Walker:
         """Breadth first: ``torch_nodes`` is the queue too (a node is taken in the order it
         was found). Structure only: the ``Node`` objects are built on first use
         (``_object_builder``), their saved values read on first use after that
-        (``_SavedReader``), the tensor records on first use of ``graph.tensors``."""
+        (``_SavedReader``), the tensor records on first use of ``graph.tensors``. Nodes and
+        edges go into columns (one list per field), not a tuple each: fewer objects to make
+        and for the collector to scan, which is most of a walk's cost when caches are cold."""
         root_edges = [_root_node(i, root) for i, root in enumerate(self.roots)]
         # a root's record takes its gradient edge from here (torch builds each in Python)
         self.root_edges = dict(zip(map(id, self.roots), root_edges, strict=True))
         ids = self.ids
         torch_nodes = self.torch_nodes
-        rows = self.rows
-        edges = self.edges
+        type_names_column: list[str] = []
+        srcs: list[str] = []
+        slots: list[int] = []
+        dsts: list[str | None] = []
+        input_nrs: list[int] = []
         leaves = self.leaves
         add_node = torch_nodes.append
-        add_row = rows.append
-        add_edge = edges.append
+        add_type = type_names_column.append
+        add_src, add_slot, add_dst, add_input_nr = (
+            srcs.append,
+            slots.append,
+            dsts.append,
+            input_nrs.append,
+        )
         add_leaf = leaves.append
         next_functions = _autograd.next_functions_of
         variable = _autograd.variable_of
         tensor_type = torch.Tensor
+        made_ids = _node_ids()  # "n0", "n1", ...: made once per process, not once per walk
+        known = len(made_ids)
         # type -> its __name__, which builds a new string each time for torch's C++ node
         # types; one string per type also keeps its hash for the drawing's lookups
         type_names: dict[type, str] = {}
@@ -204,11 +214,12 @@ class _Walker:
         for torch_node, _ in root_edges:
             node_id = ids.get(torch_node)
             if node_id is None:
-                node_id = ids[torch_node] = f"n{len(torch_nodes)}"
+                count = len(torch_nodes)
+                node_id = ids[torch_node] = made_ids[count] if count < known else f"n{count}"
                 add_node(torch_node)
                 kind = type(torch_node)
                 type_name = type_names.get(kind) or type_names.setdefault(kind, kind.__name__)
-                add_row((node_id, type_name))
+                add_type(type_name)
                 if type_name == "AccumulateGrad":
                     leaf = variable(torch_node)
                     if isinstance(leaf, tensor_type):
@@ -217,28 +228,41 @@ class _Walker:
         for torch_node in torch_nodes:  # grows while it is read: the queue
             src = ids[torch_node]
             for slot, (child, input_nr) in enumerate(next_functions(torch_node)):
+                add_src(src)
+                add_slot(slot)
+                add_input_nr(input_nr)
                 if child is None:
-                    add_edge((src, slot, None, input_nr))
-                else:
-                    dst = ids.get(child)
-                    if dst is None:  # found: the same steps as for a root above
-                        dst = ids[child] = f"n{len(torch_nodes)}"
-                        add_node(child)
-                        kind = type(child)
-                        type_name = type_names.get(kind) or type_names.setdefault(
-                            kind, kind.__name__
-                        )
-                        add_row((dst, type_name))
-                        if type_name == "AccumulateGrad":
-                            leaf = variable(child)
-                            if isinstance(leaf, tensor_type):
-                                add_leaf((leaf, dst))
-                    add_edge((src, slot, dst, input_nr))
+                    add_dst(None)
+                    continue
+                dst = ids.get(child)
+                if dst is None:  # found: the same steps as for a root above
+                    count = len(torch_nodes)
+                    dst = ids[child] = made_ids[count] if count < known else f"n{count}"
+                    add_node(child)
+                    kind = type(child)
+                    type_name = type_names.get(kind) or type_names.setdefault(kind, kind.__name__)
+                    add_type(type_name)
+                    if type_name == "AccumulateGrad":
+                        leaf = variable(child)
+                        if isinstance(leaf, tensor_type):
+                            add_leaf((leaf, dst))
+                add_dst(dst)
         for leaf, node_id in reversed(leaves):  # the first node of a leaf wins
             self.leaf_nodes[id(leaf)] = node_id
         tensor_rows, build_tensors = self._tensor_rows()
-        build = _object_builder(self.torch_nodes, edges, self.read_saved)
-        graph = Graph.from_rows(rows, edges, build, _unique(root_ids), tensor_rows, build_tensors)
+        edge_columns = (srcs, slots, dsts, input_nrs)
+        build = _object_builder(self.torch_nodes, edge_columns, self.read_saved)
+        node_columns = (_node_ids(len(torch_nodes))[: len(torch_nodes)], type_names_column)
+        # every id in the columns is one the walk made above: f"n{index}", f"t{index}"
+        graph = Graph.from_columns(
+            node_columns,
+            edge_columns,
+            build,
+            _unique(root_ids),
+            tensor_rows,
+            build_tensors,
+            plain_ids=True,
+        )
         # the reader holds no node: nodes -> reader, never back (no reference cycle)
         graph.saved_storages_source = self.saved.storages
         return graph
@@ -264,33 +288,34 @@ class _Walker:
         add_row = rows.append
         add_source = sources.append
         leaf_role = Role.LEAF
+        made_ids = _tensor_ids(len(self.leaves) + len(rows))
+        read = _LEAF_FIELDS
         for leaf, node_id in self.leaves:
             key = id(leaf)
             if key in seen:
                 continue
             seen.add(key)
-            record_id = f"t{len(rows)}"
-            if not (leaf.requires_grad and leaf.is_leaf):  # changed since: the long way
+            record_id = made_ids[len(rows)]
+            try:  # the fields in one call: a Python attribute lookup costs as much as a read
+                requires_grad, is_leaf, version, grad, shape, dtype, is_cpu = read(leaf)
+            except RuntimeError:  # made under inference_mode, no version counter: the long way
+                requires_grad = is_leaf = False
+            if not (requires_grad and is_leaf):  # changed since the forward: the long way
                 record = self._record(record_id, leaf, False)
                 add_row(_row_of(record))
                 add_source(record)
                 continue
             name = named[key][0] if key in named else None
-            try:
-                version = leaf._version
-            except RuntimeError:  # made under inference_mode: no version counter
-                version = 0
-            grad = leaf.grad
             grad_from = None if grad is None else (grad, _autograd.version(grad))
-            shape = leaf.shape
-            dtype = leaf.dtype
             dtype_text = dtype_names.get(dtype)
             if dtype_text is None:
                 dtype_text = dtype_names[dtype] = dtype_name(dtype)
-            device = leaf.device
-            device_name = device_names.get(device)
-            if device_name is None:
-                device_name = device_names[device] = str(device)
+            device_name = "cpu"  # tensor.device makes a new object each time
+            if not is_cpu:
+                device = leaf.device
+                device_name = device_names.get(device) or device_names.setdefault(
+                    device, str(device)
+                )
             # the walk found the leaf at its first AccumulateGrad node: that is the node
             add_row((record_id, name, leaf_role, shape, dtype_text, node_id, False))
             add_source((leaf, version, grad_from, device_name))
@@ -412,7 +437,7 @@ def _tensor_builder(
 
 def _object_builder(
     torch_nodes: list[Any],
-    edge_rows: list[EdgeRow],
+    edge_columns: EdgeColumns,
     reader: Callable[[LiveNode], tuple[tuple[SavedValue, ...], bool]],
 ) -> Callable[[], tuple[list[Node], list[Edge]]]:
     """Builds a walk's ``Node`` (ids in visit order) and ``Edge`` objects when the graph
@@ -428,7 +453,7 @@ def _object_builder(
                     LiveNode.made(reader, node_id, type_name, name, sequence_nr, torch_node, leaf)
                 )
             made = Edge.made
-            edges = [made(*row) for row in edge_rows]
+            edges = [made(*row) for row in zip(*edge_columns, strict=True)]
         return nodes, edges
 
     return build
@@ -548,6 +573,34 @@ def _saved_value(name: str, value: object) -> SavedValue:
     if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
         return SavedValue(name, f"{len(value)} tensors")
     return SavedValue(name, repr(value)[:80])
+
+
+# what the walk reads of a plain leaf (``_tensor_rows``)
+_LEAF_FIELDS = operator.attrgetter(
+    "requires_grad", "is_leaf", "_version", "grad", "shape", "dtype", "is_cpu"
+)
+
+_made_ids: list[str] = []  # "n0", "n1", ...: replaced whole when it grows (threads share it)
+_made_tensor_ids: list[str] = []  # "t0", "t1", ...: the same for tensor records
+
+
+def _node_ids(count: int = 0) -> list[str]:
+    """The node ids "n0", "n1", ... made so far, at least ``count`` of them (then some,
+    so that the next walk of a similar graph finds all of its ids made)."""
+    global _made_ids
+    made = _made_ids
+    if len(made) < count:
+        made = _made_ids = [f"n{index}" for index in range(max(count, 2 * len(made)))]
+    return made
+
+
+def _tensor_ids(count: int) -> list[str]:
+    """``_node_ids`` for tensor records: "t0", "t1", ..., at least ``count`` of them."""
+    global _made_tensor_ids
+    made = _made_tensor_ids
+    if len(made) < count:
+        made = _made_tensor_ids = [f"t{index}" for index in range(max(count, 2 * len(made)))]
+    return made
 
 
 def _unique(ids: list[str]) -> list[str]:

@@ -210,6 +210,23 @@ EdgeRow = tuple[str, int, str | None, int]
 # a tensor as a drawing without values needs it, fields named as in TensorRecord:
 # (id, name, role, shape, dtype, node_id, is_root)
 TensorRow = tuple[str, str | None, Role, tuple[int, ...], str, str | None, bool]
+# the same as columns, one list per field: nodes (ids, type names), edges (src, slot, dst,
+# input_nr); a walk fills them without a tuple per node or edge
+NodeColumns = tuple[list[str], list[str]]
+EdgeColumns = tuple[list[str], list[int], list[str | None], list[int]]
+
+
+def _node_columns(rows: list[NodeRow]) -> NodeColumns:
+    return [row[0] for row in rows], [row[1] for row in rows]
+
+
+def _edge_columns(rows: list[EdgeRow]) -> EdgeColumns:
+    return (
+        [row[0] for row in rows],
+        [row[1] for row in rows],
+        [row[2] for row in rows],
+        [row[3] for row in rows],
+    )
 
 
 class Graph:
@@ -224,12 +241,13 @@ class Graph:
 
     _nodes: list[Node] | None
     _edges: list[Edge] | None
-    _node_rows: list[NodeRow]
-    _edge_rows: list[EdgeRow]
+    _node_columns: NodeColumns
+    _edge_columns: EdgeColumns
     _build: Callable[[], tuple[list[Node], list[Edge]]] | None
     _tensors: list[TensorRecord] | None
     _tensor_rows: list[TensorRow]
     _build_tensors: Callable[[], list[TensorRecord]] | None
+    _plain_ids: bool
 
     def __init__(
         self,
@@ -239,7 +257,7 @@ class Graph:
         tensors: list[TensorRecord],
     ) -> None:
         self._nodes, self._edges = nodes, edges
-        self._node_rows, self._edge_rows, self._build = [], [], None
+        self._node_columns, self._edge_columns, self._build = ([], []), ([], [], [], []), None
         self._tensors, self._tensor_rows, self._build_tensors = tensors, [], None
         self._start(root_ids)
 
@@ -252,16 +270,46 @@ class Graph:
         root_ids: list[str],
         tensor_rows: list[TensorRow],
         build_tensors: Callable[[], list[TensorRecord]],
+        *,
+        plain_ids: bool = False,
     ) -> Graph:
         """A graph whose nodes and edges ``build()`` makes on first use (one per row, in
         order), and its tensor records ``build_tensors()`` (one per tensor row, in order);
-        until then drawings read the rows."""
+        until then drawings read the rows. ``plain_ids``: the caller made every id of the
+        rows itself, a plain identifier (``trace()`` makes ``n3``, ``t0``), so a drawing
+        need not check them while it reads these rows (``rows_have_plain_ids``)."""
+        return cls.from_columns(
+            _node_columns(node_rows),
+            _edge_columns(edge_rows),
+            build,
+            root_ids,
+            tensor_rows,
+            build_tensors,
+            plain_ids=plain_ids,
+        )
+
+    @classmethod
+    def from_columns(
+        cls,
+        node_columns: NodeColumns,
+        edge_columns: EdgeColumns,
+        build: Callable[[], tuple[list[Node], list[Edge]]],
+        root_ids: list[str],
+        tensor_rows: list[TensorRow],
+        build_tensors: Callable[[], list[TensorRecord]],
+        *,
+        plain_ids: bool = False,
+    ) -> Graph:
+        """``from_rows`` with the nodes and edges as columns (``NodeColumns``,
+        ``EdgeColumns``: one list per field, all of one length), as a walk fills them."""
         graph = cls.__new__(cls)
         graph._nodes, graph._edges = None, None
-        graph._node_rows, graph._edge_rows, graph._build = node_rows, edge_rows, build
+        graph._node_columns, graph._edge_columns = node_columns, edge_columns
+        graph._build = build
         graph._tensors, graph._tensor_rows = None, tensor_rows
         graph._build_tensors = build_tensors
         graph._start(root_ids)
+        graph._plain_ids = plain_ids
         return graph
 
     def _built(self) -> tuple[list[Node], list[Edge]]:
@@ -269,7 +317,7 @@ class Graph:
             assert self._build is not None
             self._nodes, self._edges = self._build()
             # the builder holds the live torch nodes (now the nodes do), the rows are spent
-            self._build, self._node_rows, self._edge_rows = None, [], []
+            self._build, self._node_columns, self._edge_columns = None, ([], []), ([], [], [], [])
         return self._nodes, self._edges
 
     @property
@@ -283,13 +331,24 @@ class Graph:
     def node_rows(self) -> list[NodeRow] | None:
         """Each node's (id, type_name) while no ``Node`` object is built; None after (the
         objects then decide: they may carry saved values or folded contents)."""
-        return self._node_rows if self._nodes is None else None
+        return None if self._nodes is not None else list(zip(*self._node_columns, strict=True))
+
+    def node_columns(self) -> NodeColumns | None:
+        """``node_rows`` as columns (ids, type names); the lists themselves: read only."""
+        return self._node_columns if self._nodes is None else None
 
     def edge_rows(self) -> list[EdgeRow]:
         """Each edge as (src, slot, dst, input_nr), in ``edges`` order."""
         if self._edges is None:
-            return self._edge_rows
+            return list(zip(*self._edge_columns, strict=True))
         return [(e.src, e.slot, e.dst, e.input_nr) for e in self._edges]
+
+    def edge_columns(self) -> EdgeColumns:
+        """``edge_rows`` as columns (src, slot, dst, input_nr); while no ``Edge`` object is
+        built, the lists themselves: read only."""
+        if self._edges is None:
+            return self._edge_columns
+        return _edge_columns(self.edge_rows())
 
     @property
     def tensors(self) -> list[TensorRecord]:
@@ -310,7 +369,19 @@ class Graph:
         ``TensorRecord`` is built; None after (the records then decide)."""
         return self._tensor_rows if self._tensors is None else None
 
+    def rows_have_plain_ids(self) -> bool:
+        """Whether a drawing reads only rows whose ids their maker vouched for (see
+        ``from_rows``): no ``Node``, ``Edge`` or ``TensorRecord`` built yet (once built, they
+        are lists anyone may change) and no ``watch()`` data (whose ids it did not make)."""
+        return (
+            self._plain_ids
+            and self._nodes is None
+            and self._tensors is None
+            and self.forward is None
+        )
+
     def _start(self, root_ids: list[str]) -> None:
+        self._plain_ids = False
         self.root_ids = root_ids
         # node id -> node, out edges, in edges: built on the first lookup (a drawing needs none)
         self._lookups: tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]] | None
@@ -409,19 +480,22 @@ class Graph:
         return len(self.nodes)
 
     def _structure_key(self) -> str:
-        rows = self.node_rows()
-        if rows is None:
+        columns = self.node_columns()
+        if columns is None:
             parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
-        else:  # the same text, joined in one call per row
-            parts = list(map(":".join, rows))
-        if self._edges is None:  # a walk's rows: slots and output numbers are small ints
+        else:  # the same text from the columns
+            parts = [f"{node_id}:{type_name}" for node_id, type_name in zip(*columns, strict=True)]
+        srcs, slots, dsts, input_nrs = self.edge_columns()
+        edges = zip(srcs, slots, dsts, input_nrs, strict=True)
+        if self._edges is None:  # a walk's columns: slots and output numbers are small ints
             numbers = _NUMBERS
             try:
-                parts += [f"{s}.{numbers[i]}>{d}.{numbers[n]}" for s, i, d, n in self._edge_rows]
-            except KeyError:  # a number without a text ready
-                parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in self._edge_rows]
+                parts += [f"{s}.{numbers[i]}>{d}.{numbers[n]}" for s, i, d, n in edges]
+            except KeyError:  # a number without a text ready: parts is as it was
+                edges = zip(srcs, slots, dsts, input_nrs, strict=True)
+                parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in edges]
         else:
-            parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in self.edge_rows()]
+            parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in edges]
         tensor_rows = self.tensor_rows()
         if tensor_rows is None:
             parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]

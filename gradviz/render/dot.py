@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from itertools import compress
 
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
-from gradviz.model.graph import Edge, Graph, Node, NodeRow, TensorRecord, TensorRow, tensor_label
-from gradviz.model.value_rows import shaped_text
+from gradviz.model.graph import Edge, Graph, Node, TensorRecord, TensorRow, tensor_label
 from gradviz.model.values import Role
 from gradviz.render.dot_ids import check_ids, dot_id
-from gradviz.render.dot_texts import texts_for
+from gradviz.render.dot_tables import _shape_line, _tensor_table, _value_line
+from gradviz.render.dot_texts import DotTexts, texts_for
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
 
@@ -53,15 +54,16 @@ _PLAIN_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 def _multi_output_nodes(graph: Graph) -> set[str]:
     """``Graph.is_multi_output`` for every node, in one pass over the edges."""
-    rows = graph.edge_rows()
+    _, _, dsts, input_nrs = graph.edge_columns()
     # an edge into an output other than 0 marks its node; with no negative output numbers
-    # (a hand-built graph may have them) that is the whole rule
-    into_others = [row for row in rows if row[3] and row[2] is not None]
-    if all(row[3] > 0 for row in into_others):
-        return {row[2] for row in into_others}  # type: ignore[misc]  # not None: above
+    # (a hand-built graph may have them) that is the whole rule, run in C by compress
+    if min(input_nrs, default=0) >= 0:
+        into_others: set[str | None] = set(compress(dsts, input_nrs))
+        into_others.discard(None)  # an input off the graph
+        return into_others  # type: ignore[return-value]  # None: discarded
     first: dict[str, int] = {}
     multi: set[str] = set()
-    for _, _, dst, input_nr in rows:
+    for dst, input_nr in zip(dsts, input_nrs, strict=True):
         if dst is None:
             continue
         if input_nr > 0 or first.setdefault(dst, input_nr) != input_nr:
@@ -99,7 +101,15 @@ def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) ->
     """The opening lines every gradviz DOT shares: graph, node and edge defaults (a new
     list; its text is kept per theme, prefix and direction: ``dot_texts``)."""
     # checks the theme again (a new value): its values go into DOT (and the SVG) as they are
-    headers = texts_for(theme, True).headers
+    return _kept_header(texts_for(theme, True), theme, prefix, direction, graph_extra)
+
+
+def _kept_header(
+    texts: DotTexts, theme: Theme, prefix: str, direction: str, graph_extra: dict[str, str]
+) -> list[str]:
+    """``dot_header`` from a theme's store (the header does not depend on ``shapes``, so
+    either store of the theme serves)."""
+    headers = texts.headers
     key = (prefix, direction, tuple(graph_extra.items()))
     lines = headers.get(key)
     if lines is None:
@@ -145,24 +155,37 @@ class _DotWriter:
         self._role_cache = texts.roles
         self._type_cache = texts.types
         self._node_tails = texts.node_tails
+        self._scoped_tails = texts.scoped_tails
         self._label_cache = texts.labels
         self._shape_cache = texts.shapes
         self._box_tails = texts.box_tails
+        # True while write() is inside a block whose node and edge defaults carry the
+        # shared attributes (``_open_scope``); the views with watch() data never set it
+        self._scoped = False
 
     def write(self) -> str:
-        self.lines = dot_header(self.theme, self.prefix, self.options.direction)
+        # the store the writer already has: its theme is checked, not hashed again
+        self.lines = _kept_header(self._texts, self.theme, self.prefix, self.options.direction, {})
         tensor_rows = self._compact_rows()
+        # the backward nodes and edges in one block whose defaults are a node's box and an
+        # edge's class: each of their lines carries its own text only. The roots come first
+        # in it, whole (their own class and style): a root's link makes its node, which
+        # must take the block's defaults.
+        self.lines.append("  {")
+        self.lines += self._node_scope()
         if tensor_rows is None:
             self._roots()
         else:
             self._row_roots(tensor_rows)
-        rows = self.graph.node_rows()
-        if rows is not None and not self.options.saved:  # fresh from trace(): plain nodes
-            self._plain_nodes(rows)
+        self._scoped = True
+        columns = self.graph.node_columns()
+        if columns is not None and not self.options.saved:  # fresh from trace(): plain nodes
+            self._plain_nodes(*columns)
         else:
             for node in self.graph.nodes:
                 self._node(node)
         self._edges()
+        self._close_scope()
         if tensor_rows is None:
             self._tensors()
         else:
@@ -177,6 +200,39 @@ class _DotWriter:
     def _id(self, text: str) -> str:
         """An SVG id made of the prefix and checked ids, as a DOT string."""
         return f'"{text}"' if self._plain_ids else dot_quote(text)
+
+    def _open_scope(self, defaults: tuple[str, ...]) -> None:
+        """Start a block (an anonymous subgraph: no cluster, no rank, so the layout and
+        the SVG are those of the same statements without it) whose node and edge defaults
+        are ``defaults``; every node and edge made inside takes them unless it sets its own.
+        The lines written with ``_scoped`` set leave those attributes out."""
+        self.lines.append("  {")
+        self.lines += defaults
+
+    def _close_scope(self) -> None:
+        self.lines.append("  }")
+        self._scoped = False
+
+    def _node_scope(self) -> tuple[str, ...]:
+        """The defaults of the backward nodes' block: a node's box and style and an edge's
+        class. A root's box and link, an off-graph input and its edge, set each of these
+        attributes themselves."""
+        texts = self._texts
+        if texts.node_scope is None:
+            box = _attr_list({"class": "gv_node", "shape": "box", **self._style(self.theme.node)})
+            texts.node_scope = (f"  node [{box}];", '  edge [class="gv_edge"];')
+        return texts.node_scope
+
+    def _leaf_scope(self) -> tuple[str, ...]:
+        """The defaults of the leaves' block: a leaf's box and the link from its node."""
+        texts = self._texts
+        if texts.leaf_scope is None:
+            leaf = Role.LEAF
+            style, colour = self._role_attrs(leaf)
+            box = f'class="gv_tensor gv_{leaf.value}" shape="box" {style}'
+            link = f'class="gv_link" style="dashed" {colour}'
+            texts.leaf_scope = (f"  node [{box}];", f"  edge [{link}];")
+        return texts.leaf_scope
 
     def _style(self, style: RoleStyle, *extra: str) -> dict[str, str]:
         attributes = role_attributes(style)
@@ -207,21 +263,34 @@ class _DotWriter:
             self._node_tails[type_name] = tail
         return tail
 
-    def _plain_nodes(self, rows: list[NodeRow]) -> None:
-        """Nodes drawn with their type only, from (id, type_name) rows: ``_node``'s lines."""
-        tail = self._node_tail
+    def _scoped_tail(self, type_name: str) -> str:
+        """``_node_tail`` inside the nodes' block, whose defaults carry the box and style:
+        the label, and the tooltip of a long type name."""
+        tail = self._scoped_tails.get(type_name)
+        if tail is None:
+            title, whole = self._type_text(type_name)
+            more = "" if whole is None else f" tooltip={whole}"
+            tail = self._scoped_tails[type_name] = f"label=<{title}>{more}"
+        return tail
+
+    def _plain_nodes(self, node_ids: list[str], type_names: list[str]) -> None:
+        """Nodes drawn with their type only, from the node columns: ``_node``'s lines."""
+        tail = self._scoped_tail if self._scoped else self._node_tail
         prefix = self.prefix
         append = self.lines.append
+        rows = zip(node_ids, type_names, strict=True)
         if not self._plain_ids:
             for node_id, type_name in rows:
                 append(f"  {node_id} [id={dot_quote(f'{prefix}_{node_id}')} {tail(type_name)}];")
             return
-        tails = self._node_tails  # kept from drawing to drawing: usually every type is in
+        # kept from drawing to drawing: usually every type is in
+        tails = self._scoped_tails if self._scoped else self._node_tails
         try:
             lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
         except KeyError:  # a type not drawn before: make its tail, then write them all
-            for _, type_name in rows:
+            for type_name in type_names:
                 tail(type_name)
+            rows = zip(node_ids, type_names, strict=True)
             lines = [f'  {node_id} [id="{prefix}_{node_id}" {tails[t]}];' for node_id, t in rows]
         self.lines += lines
 
@@ -235,12 +304,35 @@ class _DotWriter:
         multi = self._multi_output
         prefix = self.prefix
         special = self._edge_text
+        edges = zip(*self.graph.edge_columns(), strict=True)
+        if self._scoped:  # the block's edge default is the class
+            offgraph = self._offgraph_text
+            self.lines += [
+                f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}"];'
+                if dst is not None and dst not in multi
+                else offgraph(src, slot)
+                if dst is None
+                else special(src, slot, dst, input_nr)
+                for src, slot, dst, input_nr in edges
+            ]
+            return
         self.lines += [
             f'  {src} -> {dst} [id="{prefix}_e_{src}_{slot}" class="gv_edge"];'
             if dst is not None and dst not in multi
             else special(src, slot, dst, input_nr)
-            for src, slot, dst, input_nr in self.graph.edge_rows()
+            for src, slot, dst, input_nr in edges
         ]
+
+    def _offgraph_text(self, src: str, slot: int) -> str:
+        """``_edge``'s lines for an input off the graph without a label (its box, then the
+        dashed edge to it), as one text, without an ``Edge`` object."""
+        prefix = self.prefix
+        box = f"c_{src}_{slot}"
+        return (
+            f'  {box} [id="{prefix}_{box}" {self._offgraph()}];\n'
+            f'  {src} -> {box} [id="{prefix}_e_{src}_{slot}" class="gv_edge gv_none" '
+            'style="dashed"];'
+        )
 
     def _edge_text(self, src: str, slot: int, dst: str | None, input_nr: int) -> str:
         """``_edge``'s line or lines as one text, joined as ``write`` joins lines."""
@@ -255,7 +347,7 @@ class _DotWriter:
         folded = getattr(node, "contents", None)  # a gradviz.render.fold.FoldedNode
         if not folded and not self.options.saved:  # the usual node: its type's template
             node_id = node.id
-            tail = self._node_tail(node.type_name)
+            tail = (self._scoped_tail if self._scoped else self._node_tail)(node.type_name)
             self.lines.append(f"  {node_id} [id={self._id(f'{self.prefix}_{node_id}')} {tail}];")
             return
         title, whole = self._type_text(node.type_name)
@@ -274,13 +366,17 @@ class _DotWriter:
                     f'<FONT POINT-SIZE="9">{html_text(saved.name)} = {html_text(saved.text)}</FONT>'
                 )
         label = "<" + "<BR/>".join(rows) + ">"
-        node_class = '"gv_node gv_fold" shape="box"' if folded else '"gv_node" shape="box"'
-        more = " peripheries=2 " if folded else " "
+        more = " peripheries=2" if folded else ""
         if whole is not None:
             more = f" tooltip={whole}{more}"
+        node_id = self._id(f"{self.prefix}_{node.id}")
+        if self._scoped:  # the block's defaults: class gv_node, the box, the style
+            fold_class = ' class="gv_node gv_fold"' if folded else ""
+            self.lines.append(f"  {node.id} [id={node_id}{fold_class} label={label}{more}];")
+            return
+        node_class = '"gv_node gv_fold" shape="box"' if folded else '"gv_node" shape="box"'
         self.lines.append(
-            f"  {node.id} [id={self._id(f'{self.prefix}_{node.id}')} class={node_class} "
-            f"label={label}{more}{self._node_style}];"
+            f"  {node.id} [id={node_id} class={node_class} label={label}{more} {self._node_style}];"
         )
 
     def _edge(self, edge: Edge) -> None:
@@ -303,7 +399,8 @@ class _DotWriter:
         edge_styles = self.options.edge_styles
         width, colour = edge_styles.get(edge.key, (None, None)) if edge_styles else (None, None)
         if label is None and not multi and width is None:  # the usual edge, written directly
-            self.lines.append(f'  {edge.src} -> {edge.dst} [id={edge_id} class="gv_edge"];')
+            edge_class = "" if self._scoped else ' class="gv_edge"'  # the block's default
+            self.lines.append(f"  {edge.src} -> {edge.dst} [id={edge_id}{edge_class}];")
             return
         head = None
         if multi:
@@ -360,9 +457,17 @@ class _DotWriter:
             for record in self.graph.tensors:
                 self._tensor_box(record, compact=False)
             return
-        for record in self.graph.tensors:
-            if not record.is_root and record.role is Role.LEAF and record.node_id is not None:
+        leaves = [
+            record
+            for record in self.graph.tensors
+            if not record.is_root and record.role is Role.LEAF and record.node_id is not None
+        ]
+        if leaves:  # in a block whose defaults are a leaf's box and link
+            self._open_scope(self._leaf_scope())
+            self._scoped = True
+            for record in leaves:
                 self._tensor_box(record, compact=True)
+            self._close_scope()
 
     def _compact_rows(self) -> list[TensorRow] | None:
         """The graph's tensor rows when its tensor boxes can be drawn from them (a fresh
@@ -395,26 +500,28 @@ class _DotWriter:
 
     def _row_leaves(self, rows: list[TensorRow]) -> None:
         """``_tensors`` from tensor rows: each leaf's box and the link from its node, as one
-        text (``write`` joins lines with newlines)."""
+        text (``write`` joins lines with newlines), in a block whose defaults are a leaf's
+        box and link."""
         prefix = self.prefix
-        leaf_tails = self._texts.leaf_tails  # keyed without the role: hashing an Enum is slow
+        labels = self._texts.leaf_labels  # keyed without the role: hashing an Enum is slow
         leaf = Role.LEAF
-        style, colour = self._role_attrs(leaf)
         lines = []
         for record_id, name, role, shape, dtype, node_id, is_root in rows:
             if is_root or role is not leaf or node_id is None:
                 continue
             label = name or "leaf"  # tensor_label of a leaf that is no root
             key = (label, shape, dtype)
-            tail = leaf_tails.get(key)
-            if tail is None:
-                tail = leaf_tails[key] = self._compact_tail(leaf, label, shape, dtype, style)
+            text = labels.get(key)
+            if text is None:
+                text = labels[key] = self._compact_label(label, shape, dtype)
             lines.append(
-                f'  {record_id} [id="{prefix}_{record_id}" {tail}];\n'
-                f'  {node_id} -> {record_id} [id="{prefix}_l_{record_id}" class="gv_link" '
-                f'style="dashed" {colour}];'
+                f'  {record_id} [id="{prefix}_{record_id}" {text}];\n'
+                f'  {node_id} -> {record_id} [id="{prefix}_l_{record_id}"];'
             )
-        self.lines += lines
+        if lines:
+            self._open_scope(self._leaf_scope())
+            self.lines += lines
+            self._close_scope()
 
     def _role_attrs(self, role: Role) -> tuple[str, str]:
         """The style attributes of a role's tensor boxes and the colour of its links, as
@@ -431,15 +538,24 @@ class _DotWriter:
     ) -> str:
         """What follows the id of a compact box that shows no values: its class, label
         (the name, and the shape and dtype when ``shapes``), tooltip and style."""
+        label_text = self._compact_label(label, shape, dtype)
+        return f'class="gv_tensor gv_{role.value}" shape="box" {label_text} {style}'
+
+    def _compact_label(self, label: str, shape: tuple[int, ...], dtype: str) -> str:
+        """A compact box's label (the name, and the shape and dtype when ``shapes``) and the
+        tooltip of a long name: ``_compact_tail`` inside a block that sets the rest."""
         name, more = self._label_text(label)
         text = f"<B>{name}</B>"
         if self.options.shapes:
             text += f'<BR/><FONT POINT-SIZE="9">{self._shape_text(shape, dtype)}</FONT>'
-        return f'class="gv_tensor gv_{role.value}" shape="box" label=<{text}>{more} {style}'
+        return f"label=<{text}>{more}"
 
     def _box_tail(self, record: TensorRecord, compact: bool, style: str) -> str:
-        """What follows a tensor box's id: its class, label, tooltip and style."""
+        """What follows a tensor box's id: its class, label, tooltip and style (inside a
+        block of leaves, its label and tooltip only)."""
         if compact and not (self.options.shapes and self.options.values):
+            if self._scoped:
+                return self._compact_label(record.label, record.shape, record.dtype)
             return self._compact_tail(record.role, record.label, record.shape, record.dtype, style)
         if compact:
             name, more = self._label_text(record.label)
@@ -452,6 +568,8 @@ class _DotWriter:
             label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
             whole = tooltip(record.label, record.grad_fn)
             more = "" if whole is None else f" tooltip={dot_quote(whole)}"
+        if self._scoped:
+            return f"label={label}{more}"
         return f'class="gv_tensor gv_{record.role.value}" shape="box" label={label}{more} {style}'
 
     def _label_text(self, label: str) -> tuple[str, str]:
@@ -478,9 +596,10 @@ class _DotWriter:
         if compact and not (self.options.shapes and self.options.values):
             # no values shown: a box of one role, name, shape and dtype is written once
             key = (role, record.label, tuple(record.shape), record.dtype)
-            tail = self._box_tails.get(key)
+            tails = self._texts.scoped_box_tails if self._scoped else self._box_tails
+            tail = tails.get(key)
             if tail is None:
-                tail = self._box_tails[key] = self._box_tail(record, compact, style)
+                tail = tails[key] = self._box_tail(record, compact, style)
         else:
             tail = self._box_tail(record, compact, style)
         record_id = record.id
@@ -491,9 +610,10 @@ class _DotWriter:
             return
         link_labels = self.options.link_labels
         grad_label = self._grad_label(link_labels.get(record_id)) if link_labels else None
+        # inside a block of leaves, the class, dash and colour are the block's edge default
+        link_style = "" if self._scoped else f' class="gv_link" style="dashed" {link_colour}'
         link = (
-            f"[id={self._id(f'{prefix}_l_{record_id}')} "
-            f'class="gv_link" style="dashed" {link_colour}'
+            f"[id={self._id(f'{prefix}_l_{record_id}')}{link_style}"
             + ("" if grad_label is None else f" label={grad_label}")
             + "]"
         )
@@ -576,47 +696,3 @@ def role_attributes(style: RoleStyle) -> dict[str, str]:
     if "bold" in words:
         attributes["penwidth"] = "2.8"
     return attributes
-
-
-def _value_line(record: TensorRecord) -> str:
-    assert record.data is not None
-    if record.data.shape == ():
-        return record.data.text()
-    shape = f"shape {record.data.shape_text()}"  # apart from the values: not '3 [1, 2, 3]'
-    return f"{shape} · {shaped_text(record.data, 40)}"
-
-
-def _shape_line(shape: tuple[int, ...], dtype: str) -> str:
-    """Shape and dtype from the record itself: no summary is computed."""
-    text = "×".join(str(n) for n in shape) if shape else "scalar"
-    return f"{text} {dtype}"
-
-
-def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> str:
-    def row(key: str, value: str, limit: int | None = None) -> str:
-        return (
-            f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{key}</FONT></TD>'
-            f'<TD ALIGN="LEFT">{html_text(value, limit)}</TD></TR>'
-        )
-
-    if not values:  # a structure-only drawing: no summary is computed
-        data, grad = _shape_line(record.shape, record.dtype), "not shown"
-        shapes = False
-    else:
-        data = "?" if record.data is None else record.data.text(40)
-        grad = "None" if record.grad is None else record.grad.text(40)
-    rows = [
-        f'<TR><TD COLSPAN="2"><B>{html_text(record.label)}</B></TD></TR>',
-        row("data", data),
-        row("grad", grad),
-        row("grad_fn", record.grad_fn or "None", MAX_LABEL_CHARS),  # a type name
-        row("is_leaf", str(record.is_leaf)),
-        row("requires_grad", str(record.requires_grad)),
-    ]
-    if shapes and record.data is not None and record.data.shape != ():
-        rows.append(row("shape", f"{record.data.shape_text()} {record.dtype}"))
-    return (
-        '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
-        + "".join(rows)
-        + "</TABLE>"
-    )

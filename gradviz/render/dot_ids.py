@@ -60,7 +60,11 @@ def _all_plain(ids: list[object]) -> bool:
 
 def check_ids(graph: Graph) -> None:
     """Every id the DOT writers put unquoted is a plain identifier (``dot_id``): a graph
-    built by hand or loaded some other way cannot smuggle DOT syntax in through an id."""
+    built by hand or loaded some other way cannot smuggle DOT syntax in through an id.
+    The rows of a fresh ``trace()`` hold only the ids the walk made (``n3``, ``t0``): no
+    check needed while a drawing reads those rows alone (``Graph.rows_have_plain_ids``)."""
+    if graph.rows_have_plain_ids():
+        return
     try:
         plain = _all_plain(list(_unique_ids(graph)))
     except TypeError:  # an id that cannot be hashed: certainly no plain one
@@ -85,12 +89,12 @@ def check_ids(graph: Graph) -> None:
 def _unique_ids(graph: Graph) -> set[object]:
     """Every id a drawing writes unquoted, once each (an edge's ends repeat node ids);
     collected by C-level maps over the rows (the order does not matter to the check)."""
-    first, third = itemgetter(0), itemgetter(2)
-    rows = graph.node_rows()
-    ids: set[object] = {n.id for n in graph.nodes} if rows is None else set(map(first, rows))
-    edges = graph.edge_rows()
-    ids.update(map(first, edges))
-    ends: set[object] = set(map(third, edges))
+    first = itemgetter(0)
+    columns = graph.node_columns()
+    ids: set[object] = {n.id for n in graph.nodes} if columns is None else set(columns[0])
+    srcs, _, dsts, _ = graph.edge_columns()
+    ids.update(srcs)
+    ends: set[object] = set(dsts)
     ends.discard(None)  # an input off the graph
     tensor_rows = graph.tensor_rows()
     if tensor_rows is None:

@@ -31,12 +31,19 @@ class DotTexts:
         self.roles: dict[Role, tuple[str, str]] = {}  # box style, link colour
         self.types: dict[str, tuple[str, str | None]] = {}  # escaped title, tooltip
         self.node_tails: dict[str, str] = {}  # what follows a plain node's id, per type
+        # the same inside the nodes' block, whose defaults carry the box and style
+        self.scoped_tails: dict[str, str] = {}
+        # the defaults of the backward nodes' block and of the leaves' block (node, edge)
+        self.node_scope: tuple[str, ...] | None = None
+        self.leaf_scope: tuple[str, ...] | None = None
         self.labels: dict[str, tuple[str, str]] = {}  # escaped name, tooltip attribute
         self.shapes: dict[tuple[tuple[int, ...], str], str] = {}  # escaped shape line
         # what follows a compact box's id, per (role, label, shape, dtype)
         self.box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
-        # the same for leaves that are no root, per (label, shape, dtype)
-        self.leaf_tails: dict[tuple[str, tuple[int, ...], str], str] = {}
+        # the same inside the leaves' block (label and tooltip), per (role, label, shape, dtype)
+        self.scoped_box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
+        # a leaf's label and tooltip (inside the leaves' block), per (label, shape, dtype)
+        self.leaf_labels: dict[tuple[str, tuple[int, ...], str], str] = {}
         self.headers: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[str, ...]] = {}
         self.legends: dict[tuple[str, bool], tuple[str, ...]] = {}  # (prefix, note) -> lines
 
@@ -46,7 +53,9 @@ class DotTexts:
             + len(self.labels)
             + len(self.shapes)
             + len(self.box_tails)
-            + len(self.leaf_tails)
+            + len(self.scoped_box_tails)
+            + len(self.leaf_labels)
+            + len(self.scoped_tails)
             + len(self.headers)
             + len(self.legends)
         )

@@ -47,7 +47,31 @@ class RenderOptions:
 
     @classmethod
     def make(cls, **options: Any) -> RenderOptions:
-        """Options from keywords, checked, with friendly names accepted."""
+        """Options from keywords, checked, with friendly names accepted. The options made
+        from plain values (flags, names, numbers: ``to_dot(values=False)``) are kept and
+        given again: a frozen value, and making one cost more than a small drawing's DOT."""
+        key = tuple(options.items())
+        try:
+            kept = _MADE.get(key)
+        except TypeError:  # an unhashable value (a dict of labels): made each time
+            kept = None
+        # True == 1 as keys: the values' types must match too; and a theme by name must
+        # still be the one THEMES holds under that name
+        if (
+            kept is not None
+            and kept[0] == tuple(map(type, options.values()))
+            and kept[1].theme is get_theme(options.get("theme", "default"))
+        ):
+            return kept[1]
+        made = cls._made(**options)
+        if cls is RenderOptions and all(type(value) in _PLAIN for value in options.values()):
+            if len(_MADE) >= _MAX_MADE:
+                _MADE.clear()
+            _MADE[key] = (tuple(map(type, options.values())), made)
+        return made
+
+    @classmethod
+    def _made(cls, **options: Any) -> RenderOptions:
         unknown = set(options) - set(cls.__dataclass_fields__)
         if unknown:
             raise InvalidArgument(
@@ -75,6 +99,12 @@ class RenderOptions:
             )
         direction = _DIRECTIONS[made.direction]
         return made if direction is made.direction else replace(made, direction=direction)
+
+
+# RenderOptions.make's kept options: keywords -> (their values' types, the options)
+_MADE: dict[tuple[tuple[str, Any], ...], tuple[tuple[type, ...], RenderOptions]] = {}
+_MAX_MADE = 256
+_PLAIN = (bool, int, float, str, type(None))
 
 
 class StyleKeywords(TypedDict, total=False):

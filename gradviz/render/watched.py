@@ -23,11 +23,11 @@ from gradviz.render.dot import (
     RenderOptions,
     _attrs,
     _DotWriter,
-    _tensor_table,
     dot_header,
     html_text,
     tooltip,
 )
+from gradviz.render.dot_tables import _tensor_table
 from gradviz.render.links import CombinedSides, LinkSpec, _Box, _LinkWriter
 
 __all__ = [
