@@ -18,7 +18,7 @@ from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord, TensorRow, tensor_label
 from gradviz.model.values import Role
 from gradviz.render.dot_ids import check_ids, dot_id
-from gradviz.render.dot_tables import _shape_line, _tensor_table, _value_line
+from gradviz.render.dot_tables import shape_line, tensor_table, value_line
 from gradviz.render.dot_texts import DotTexts, texts_for
 from gradviz.render.options import RenderOptions
 from gradviz.render.theme import RoleStyle, Theme
@@ -561,11 +561,11 @@ class _DotWriter:
             name, more = self._label_text(record.label)
             text = f"<B>{name}</B>"
             if record.data is not None:
-                value = html_text(_value_line(record), None)
+                value = html_text(value_line(record), None)
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             label = f"<{text}>"
         else:
-            label = "<" + _tensor_table(record, self.options.shapes, self.options.values) + ">"
+            label = "<" + tensor_table(record, self.options.shapes, self.options.values) + ">"
             whole = tooltip(record.label, record.grad_fn)
             more = "" if whole is None else f" tooltip={dot_quote(whole)}"
         if self._scoped:
@@ -583,11 +583,11 @@ class _DotWriter:
         return cached
 
     def _shape_text(self, shape: tuple[int, ...], dtype: str) -> str:
-        """``_shape_line`` escaped, once per shape and dtype and drawing."""
+        """``shape_line`` escaped, once per shape and dtype and drawing."""
         key = (tuple(shape), dtype)
         text = self._shape_cache.get(key)
         if text is None:
-            text = self._shape_cache[key] = html_text(_shape_line(shape, dtype), None)
+            text = self._shape_cache[key] = html_text(shape_line(shape, dtype), None)
         return text
 
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:

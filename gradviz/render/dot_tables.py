@@ -8,10 +8,11 @@ from gradviz.escape import MAX_LABEL_CHARS, html_text
 from gradviz.model.graph import TensorRecord
 from gradviz.model.value_rows import shaped_text
 
-__all__: list[str] = []
+__all__ = ["shape_line", "tensor_table", "value_line"]
 
 
-def _value_line(record: TensorRecord) -> str:
+def value_line(record: TensorRecord) -> str:
+    """A box's value line: a scalar's value, else its shape and then its first values."""
     assert record.data is not None
     if record.data.shape == ():
         return record.data.text()
@@ -19,13 +20,15 @@ def _value_line(record: TensorRecord) -> str:
     return f"{shape} · {shaped_text(record.data, 40)}"
 
 
-def _shape_line(shape: tuple[int, ...], dtype: str) -> str:
+def shape_line(shape: tuple[int, ...], dtype: str) -> str:
     """Shape and dtype from the record itself: no summary is computed."""
     text = "×".join(str(n) for n in shape) if shape else "scalar"
     return f"{text} {dtype}"
 
 
-def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> str:
+def tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> str:
+    """A full tensor box's table (data, grad, grad_fn, is_leaf, requires_grad, shape)."""
+
     def row(key: str, value: str, limit: int | None = None) -> str:
         return (
             f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{key}</FONT></TD>'
@@ -33,7 +36,7 @@ def _tensor_table(record: TensorRecord, shapes: bool, values: bool = True) -> st
         )
 
     if not values:  # a structure-only drawing: no summary is computed
-        data, grad = _shape_line(record.shape, record.dtype), "not shown"
+        data, grad = shape_line(record.shape, record.dtype), "not shown"
         shapes = False
     else:
         data = "?" if record.data is None else record.data.text(40)

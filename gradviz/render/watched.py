@@ -27,7 +27,7 @@ from gradviz.render.dot import (
     html_text,
     tooltip,
 )
-from gradviz.render.dot_tables import _tensor_table
+from gradviz.render.dot_tables import tensor_table
 from gradviz.render.links import CombinedSides, LinkSpec, _Box, _LinkWriter
 
 __all__ = [
@@ -435,7 +435,7 @@ class _Writer(_LinkWriter):
         if made.record is not None:
             # the graph's own record: same id as the plain combined view (the stepper's)
             named = _named(made.record, self.data)
-            label = "<" + _tensor_table(named, self.options.shapes) + ">"
+            label = "<" + tensor_table(named, self.options.shapes) + ">"
             line = f"  {made.name} " + _attrs(
                 id=f"{self.prefix}_{made.record.id}",
                 class_=f"gv_tensor gv_{made.record.role.value}",
