@@ -168,3 +168,8 @@ def test_options_from_plain_keywords_are_made_once_and_only_when_equal() -> None
         RenderOptions.make(direction="sideways")
     with pytest.raises(ValueError, match="direction"):  # a failure is never kept
         RenderOptions.make(direction="sideways")
+
+    class Wider(RenderOptions):
+        pass
+
+    assert type(Wider.make(values=False, direction="left-right")) is Wider  # never the base's

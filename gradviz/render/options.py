@@ -50,6 +50,8 @@ class RenderOptions:
         """Options from keywords, checked, with friendly names accepted. The options made
         from plain values (flags, names, numbers: ``to_dot(values=False)``) are kept and
         given again: a frozen value, and making one cost more than a small drawing's DOT."""
+        if cls is not RenderOptions:  # only the base class's options are kept
+            return cls._made(**options)
         key = tuple(options.items())
         try:
             kept = _MADE.get(key)
@@ -64,7 +66,7 @@ class RenderOptions:
         ):
             return kept[1]
         made = cls._made(**options)
-        if cls is RenderOptions and all(type(value) in _PLAIN for value in options.values()):
+        if all(type(value) in _PLAIN for value in options.values()):
             if len(_MADE) >= _MAX_MADE:
                 _MADE.clear()
             _MADE[key] = (tuple(map(type, options.values())), made)
