@@ -10,11 +10,9 @@ switched on later) and to the innermost module holding every node that feeds int
 from __future__ import annotations
 
 import bisect
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gradviz.escape import utf8
 from gradviz.model.forward import Forward
 from gradviz.model.graph import Graph, TensorRecord
 
@@ -64,7 +62,7 @@ def name_freed(
         names.add(item.name)
         added[record_id] = item.id
     if added:  # the id prefix covers the tensor records, as Graph() computes it
-        graph.prefix = "g" + hashlib.sha1(utf8(graph._structure_key())).hexdigest()[:8]
+        graph.prefix = graph.structure_prefix()
     return added
 
 

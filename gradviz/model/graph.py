@@ -200,10 +200,6 @@ def tensor_label(name: str | None, is_root: bool, role: Role) -> str:
     return "constant" if role is Role.CONSTANT else "tensor"
 
 
-# str(n) of the small numbers edges hold (slots, output numbers), made once
-_NUMBERS = {n: str(n) for n in range(256)}
-
-
 # a node as a drawing of its type needs it: (id, type_name); an edge: (src, slot, dst, input_nr)
 NodeRow = tuple[str, str]
 EdgeRow = tuple[str, int, str | None, int]
@@ -386,7 +382,7 @@ class Graph:
         # node id -> node, out edges, in edges: built on the first lookup (a drawing needs none)
         self._lookups: tuple[dict[str, Node], dict[str, list[Edge]], dict[str, list[Edge]]] | None
         self._lookups = None
-        self.prefix = "g" + hashlib.sha1(utf8(self._structure_key())).hexdigest()[:8]
+        self.prefix = self.structure_prefix()
         # what gradviz.watch() saw of the forward pass, when the graph was traced under it
         self.forward: Forward | None = None
         self._saved_storages: dict[str, tuple[tuple[str, int, bool], ...]] = {}
@@ -479,29 +475,41 @@ class Graph:
     def __len__(self) -> int:
         return len(self.nodes)
 
+    def structure_prefix(self) -> str:
+        """The SVG id prefix: a hash of the structure (every node, edge and tensor record),
+        so that the same graph keeps the same ids in every drawing and process."""
+        return "g" + hashlib.sha1(utf8(self._structure_key())).hexdigest()[:8]
+
     def _structure_key(self) -> str:
+        """The structure as text, one ``join`` per column: the joins loop in C, where a text
+        per node or edge cost the GPT's cold trace + DOT 0.15 ms more (README
+        "Performance"). Each column is one section, so no two structures share a text."""
         columns = self.node_columns()
         if columns is None:
-            parts = [f"{n.id}:{n.type_name}" for n in self.nodes]
-        else:  # the same text from the columns
-            parts = [f"{node_id}:{type_name}" for node_id, type_name in zip(*columns, strict=True)]
-        srcs, slots, dsts, input_nrs = self.edge_columns()
-        edges = zip(srcs, slots, dsts, input_nrs, strict=True)
-        if self._edges is None:  # a walk's columns: slots and output numbers are small ints
-            numbers = _NUMBERS
-            try:
-                parts += [f"{s}.{numbers[i]}>{d}.{numbers[n]}" for s, i, d, n in edges]
-            except KeyError:  # a number without a text ready: parts is as it was
-                edges = zip(srcs, slots, dsts, input_nrs, strict=True)
-                parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in edges]
+            ids = [n.id for n in self.nodes]
+            types = [n.type_name for n in self.nodes]
         else:
-            parts += [f"{s}.{i}>{d}.{n}" for s, i, d, n in edges]
+            ids, types = columns
+        srcs, slots, dsts, input_nrs = self.edge_columns()
+        try:  # a walk's slots and output numbers are small: one byte each
+            numbers = bytes(slots).hex() + "/" + bytes(input_nrs).hex()
+        except (ValueError, TypeError):  # one is above 255 (or a graph made by hand)
+            numbers = repr(slots) + "/" + repr(input_nrs)
         tensor_rows = self.tensor_rows()
         if tensor_rows is None:
-            parts += [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
+            tensors = [f"{t.id}:{t.name}:{t.node_id}" for t in self.tensors]
         else:
-            parts += [f"{row[0]}:{row[1]}:{row[5]}" for row in tensor_rows]
-        return "|".join(parts)
+            tensors = [f"{row[0]}:{row[1]}:{row[5]}" for row in tensor_rows]
+        return "\n".join(
+            (
+                "|".join(ids),
+                "|".join(types),
+                "|".join(srcs),
+                numbers,
+                "|".join([dst or "" for dst in dsts]),
+                "|".join(tensors),
+            )
+        )
 
     # -- plain data ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
