@@ -104,11 +104,16 @@ def _malloc_gives_back() -> bool:
     )
 
 
-MALLOC_TUNED = _malloc_gives_back()
+# set only in the child process that measures memory (``--memory``): with blocks of 64 KiB
+# and more mmapped afresh, every big tensor costs page faults, which made a plain
+# forward+backward of ResNet-50 1.6x slower than in a user's process; times are measured
+# with glibc as every user runs it
+MALLOC_TUNED = False
 RESET_PEAK = _can_reset_peak()
 MEMORY_METHOD = (
     "peak RSS (VmHWM after a reset through /proc/self/clear_refs) minus RSS at the start;"
-    " glibc set to mmap blocks of 64 KiB and more, so freed memory leaves RSS"
+    " in a child process whose glibc mmaps blocks of 64 KiB and more, so freed memory"
+    " leaves RSS (times are measured with glibc's defaults)"
     if RESET_PEAK
     else "peak of VmRSS sampled every 0.2 ms minus RSS at the start"
 )
@@ -328,9 +333,32 @@ def measure(work: Workload, repeat: int) -> dict[str, Any]:
 
     row["end_to_end_s"], _ = median_time(end_to_end, 1 if big else rep, setup=zero)
 
-    # peak memory above the start of the run (model and inputs already exist)
+    zero()
+    return row
+
+
+def measure_memory(work: Workload) -> dict[str, Any]:
+    """Peak memory above the start of the run (model and inputs already exist) of a bare
+    forward+backward and of ``record`` with each ``keep``: run by the ``--memory`` child."""
+    big = len(gradviz.trace(work.forward()).nodes) > 2000
     mem_rep = 1 if big else 3
-    row["peak_bare_mib"] = median_peak(bare, mem_rep, zero)
+
+    def zero() -> None:
+        work.zero_grad()
+
+    def bare() -> None:
+        work.forward().backward()
+
+    def recorded(keep: str) -> Callable[[], Any]:
+        def run() -> Any:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", GradvizWarning)
+                return gradviz.record(work.forward(), keep=keep)  # type: ignore[arg-type]
+
+        return run
+
+    zero()
+    row: dict[str, Any] = {"peak_bare_mib": median_peak(bare, mem_rep, zero)}
     for keep in ("summary", "all"):
         row[f"peak_{keep}_mib"] = median_peak(recorded(keep), mem_rep, zero)
     base = row["peak_bare_mib"]
@@ -339,6 +367,31 @@ def measure(work: Workload, repeat: int) -> dict[str, Any]:
     row["peak_all_x"] = None if small else row["peak_all_mib"] / base
     zero()
     return row
+
+
+def memory_rows(only: str) -> dict[str, dict[str, Any]]:
+    """``measure_memory`` of each workload, in a child process (``--memory``) whose glibc is
+    set so that RSS follows what is alive (``_malloc_gives_back``); by workload name."""
+    with tempfile.TemporaryDirectory(prefix="gradviz-bench-") as folder:
+        out = Path(folder) / "memory.json"
+        command = [sys.executable, str(Path(__file__).resolve()), "--memory", "--only", only]
+        subprocess.run([*command, "--json", str(out)], check=True)
+        loaded: dict[str, dict[str, Any]] = json.loads(out.read_text(encoding="utf-8"))
+    return loaded
+
+
+def memory_main(only: str, json_path: str) -> int:
+    """The ``--memory`` child: glibc tuned first, then each workload's peaks, as JSON."""
+    global MALLOC_TUNED
+    MALLOC_TUNED = _malloc_gives_back()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    peaks = {}
+    for work in build(only):
+        print(f"-- memory: {work.name}", file=sys.stderr, flush=True)
+        peaks[work.name] = measure_memory(work)
+    Path(json_path).write_text(json.dumps(peaks), encoding="utf-8")
+    return 0
 
 
 def measure_torchlens(work: Workload, row: dict[str, Any], repeat: int) -> None:
@@ -534,7 +587,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--replay", default="all", help="replay workloads to run ('none': skip the replay table)"
     )
+    parser.add_argument(
+        "--memory", action="store_true", help="only the peak memory, as JSON (the child's run)"
+    )
     args = parser.parse_args(argv)
+    if args.memory:
+        return memory_main(args.only, args.json)
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -544,6 +602,9 @@ def main(argv: list[str] | None = None) -> int:
     for work in works:
         print(f"-- {work.name}", file=sys.stderr, flush=True)
         rows.append(measure(work, args.repeat))
+    peaks = memory_rows(args.only)
+    for row in rows:
+        row.update(peaks.get(row["workload"], {}))
     if torchlens is not None:
         for work, row in zip(works, rows, strict=True):
             if work.model is not None:

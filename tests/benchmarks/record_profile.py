@@ -4,9 +4,9 @@
 
 CPU time of this thread (``time.thread_time``: on a shared machine another process's load
 stretches wall time, not this), medians over interleaved rounds, torch on one thread and
-glibc set as in ``bench.py``. The floor is what any hook-based recorder pays: a bare walk
-over ``next_functions``, one no-op hook registered per node, the backward calling them, and
-their removal. The phases are ``record()``'s own, timed by wrapping its functions.
+glibc as users run it (as ``bench.py`` times). The floor is what any hook-based recorder
+pays: a bare walk over ``next_functions``, one no-op hook registered per node, the backward
+calling them, and their removal. The phases are ``record()``'s own, timed by wrapping its functions.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
-import bench  # noqa: E402,F401  (glibc: big blocks mmapped, as in make bench)
 from workloads import Workload, build  # noqa: E402
 
 import gradviz  # noqa: E402
