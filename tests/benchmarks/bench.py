@@ -310,7 +310,9 @@ def measure(work: Workload, repeat: int) -> dict[str, Any]:
         zero()
         run(None)  # warm up
     times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(max(rep, 3)):
+    # glibc's defaults keep or return freed memory by its recent history, so one round may
+    # pay page faults that the next does not: more rounds than the other figures take
+    for _ in range(max(2 * rep + 1, 3)):
         for name, run in runs.items():
             zero()
             gc.collect()
