@@ -604,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     for work in works:
         print(f"-- {work.name}", file=sys.stderr, flush=True)
         rows.append(measure(work, args.repeat))
-    peaks = memory_rows(args.only)
+    peaks = memory_rows(args.only) if rows else {}  # --only cold: no child to start
     for row in rows:
         row.update(peaks.get(row["workload"], {}))
     if torchlens is not None:
