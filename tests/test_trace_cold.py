@@ -59,9 +59,9 @@ def test_ids_are_checked_again_once_the_lists_can_be_changed() -> None:
 
 def test_rows_from_anyone_else_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _refuse_checks(monkeypatch)
-    graph = Graph.from_rows(
-        [("n0", "X"), ("node", "Y")],
-        [("n0", 0, "node", 0)],
+    graph = Graph.from_columns(
+        (["n0", "node"], ["X", "Y"]),
+        (["n0"], [0], ["node"], [0]),
         lambda: ([Node("n0", "X", "X", 1), Node("node", "Y", "Y", 0)], [Edge("n0", 0, "node", 0)]),
         ["n0"],
         [],

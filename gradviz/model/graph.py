@@ -212,10 +212,6 @@ NodeColumns = tuple[list[str], list[str]]
 EdgeColumns = tuple[list[str], list[int], list[str | None], list[int]]
 
 
-def _node_columns(rows: list[NodeRow]) -> NodeColumns:
-    return [row[0] for row in rows], [row[1] for row in rows]
-
-
 def _edge_columns(rows: list[EdgeRow]) -> EdgeColumns:
     return (
         [row[0] for row in rows],
@@ -258,33 +254,6 @@ class Graph:
         self._start(root_ids)
 
     @classmethod
-    def from_rows(
-        cls,
-        node_rows: list[NodeRow],
-        edge_rows: list[EdgeRow],
-        build: Callable[[], tuple[list[Node], list[Edge]]],
-        root_ids: list[str],
-        tensor_rows: list[TensorRow],
-        build_tensors: Callable[[], list[TensorRecord]],
-        *,
-        plain_ids: bool = False,
-    ) -> Graph:
-        """A graph whose nodes and edges ``build()`` makes on first use (one per row, in
-        order), and its tensor records ``build_tensors()`` (one per tensor row, in order);
-        until then drawings read the rows. ``plain_ids``: the caller made every id of the
-        rows itself, a plain identifier (``trace()`` makes ``n3``, ``t0``), so a drawing
-        need not check them while it reads these rows (``rows_have_plain_ids``)."""
-        return cls.from_columns(
-            _node_columns(node_rows),
-            _edge_columns(edge_rows),
-            build,
-            root_ids,
-            tensor_rows,
-            build_tensors,
-            plain_ids=plain_ids,
-        )
-
-    @classmethod
     def from_columns(
         cls,
         node_columns: NodeColumns,
@@ -296,8 +265,12 @@ class Graph:
         *,
         plain_ids: bool = False,
     ) -> Graph:
-        """``from_rows`` with the nodes and edges as columns (``NodeColumns``,
-        ``EdgeColumns``: one list per field, all of one length), as a walk fills them."""
+        """A graph whose nodes and edges ``build()`` makes on first use (one per column
+        entry, in order), and its tensor records ``build_tensors()`` (one per tensor row, in
+        order); until then drawings read the columns (``NodeColumns``, ``EdgeColumns``: one
+        list per field, all of one length, as a walk fills them). ``plain_ids``: the caller
+        made every id itself, a plain identifier (``trace()`` makes ``n3``, ``t0``), so a
+        drawing need not check them while it reads these columns (``rows_have_plain_ids``)."""
         graph = cls.__new__(cls)
         graph._nodes, graph._edges = None, None
         graph._node_columns, graph._edge_columns = node_columns, edge_columns
@@ -367,7 +340,7 @@ class Graph:
 
     def rows_have_plain_ids(self) -> bool:
         """Whether a drawing reads only rows whose ids their maker vouched for (see
-        ``from_rows``): no ``Node``, ``Edge`` or ``TensorRecord`` built yet (once built, they
+        ``from_columns``): no ``Node``, ``Edge`` or ``TensorRecord`` built yet (once built, they
         are lists anyone may change) and no ``watch()`` data (whose ids it did not make)."""
         return (
             self._plain_ids
