@@ -9,7 +9,7 @@ docs/architecture.md ("Composing the public objects").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -464,10 +464,13 @@ def record_step(
     loss: torch.Tensor,
     names: Mapping[str, torch.Tensor] | None = None,
     params: torch.nn.Module | None = None,
+    closure: Callable[[], Any] | None = None,
     **options: Unpack[RecordKeywords],
 ) -> OptimizerStep:
     with _failures_made_public():
-        made = _optstep.record_step(optimizer, loss, names=names, params=params, **options)
+        made = _optstep.record_step(
+            optimizer, loss, names=names, params=params, closure=closure, **options
+        )
     _public(made.recording)
     made.__class__ = OptimizerStep
     result: OptimizerStep = made  # type: ignore[assignment]

@@ -350,6 +350,8 @@ def _optimizer_step(step: OptimizerStep, out: Path, stem: str) -> Path:
         + (f", {skipped} skipped (.grad None)" if skipped else "")
         + (", on accumulated gradients (no zero_grad before)" if step.accumulated else "")
     )
+    for note in step.notes:
+        _say(f"    note: {note}")
     path = out / f"{stem}-optimizer-step.txt"
     path.write_text(step.text() + "\n", encoding="utf-8")
     return path

@@ -155,15 +155,23 @@ class Capture:
             self._end_watch()
             self._resume = True
         if self._grads_before is not None and self._stepping is None:
+            # the look before the step is the optimizer's last pre-hook, registered now so
+            # that it follows the script's own (a gradient clipping hook, say)
             self._stepping = StepWatcher(optimizer, self._labels, self._grads_before)
-            self._stepping.take_grads()
+            self._stepping.attach()
             if self.recording is not None:  # the drawing shows the values backward used
                 settle_values(self.recording.graph.tensors)
+
+    def _forget_step(self) -> None:
+        """No step to look at (a new backward began, or the script ends)."""
+        if self._stepping is not None:
+            self._stepping.detach()
+        self._grads_before = self._stepping = None
 
     def _optimizer_ended(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
         watcher = self._stepping
         if watcher is not None and watcher.optimizer is optimizer and self.recording is not None:
-            self._stepping, self._grads_before = None, None
+            self._forget_step()
             made = watcher.finish(self.recording)
             made.__class__ = OptimizerStep
             self.optimizer_step = made  # type: ignore[assignment]
@@ -207,7 +215,7 @@ class Capture:
                 return
             self.calls += 1
             number = self.calls
-            self._grads_before = self._stepping = None  # a step now belongs to this call
+            self._forget_step()  # a step now belongs to this call
             if not self._wanted(number):
                 self._end_watch()
                 self._stopped = None
@@ -234,6 +242,8 @@ class Capture:
         finally:
             for handle in optimizer_hooks:
                 handle.remove()
+            if self._stepping is not None:
+                self._stepping.detach()  # a step that raised: its pre-hook goes too
             torch.autograd.backward = original
             setattr(torch.Tensor, "backward", tensor_backward)  # noqa: B010
             setattr(Watch, "__enter__", watch_enter)  # noqa: B010

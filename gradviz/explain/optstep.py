@@ -82,4 +82,5 @@ def describe_step(step: OptimizerStep) -> str:
         " After step(), .grad still holds these gradients: call optimizer.zero_grad() "
         "(sets .grad to None) before the next backward, or that backward adds to them."
     )
-    return "\n".join(head + body + [tail])
+    notes = [f"Note: {note}." for note in step.notes]
+    return "\n".join(head + body + [tail] + notes)

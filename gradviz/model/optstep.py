@@ -134,11 +134,14 @@ class OptimizerStep:
     ``recording`` is the backward pass (stepped like any recording), ``params`` what the
     step did to each parameter, ``zero_grad`` whether ``.grad`` was cleared before the
     backward (``False``: the step used the gradients of several backward passes, summed).
+    ``notes`` say what gradviz could not observe of the step (a closure's own backward
+    passes, a layout it cannot read), so the numbers are never taken for more than they are.
     """
 
     recording: Recording
     settings: StepSettings
     params: list[ParamStep]
+    notes: list[str] = field(default_factory=list)
 
     def param(self, name: str) -> ParamStep:
         for item in self.params:
@@ -156,5 +159,6 @@ class OptimizerStep:
             "format": OPTSTEP_FORMAT,
             "settings": self.settings.to_dict(),
             "params": [p.to_dict() for p in self.params],
+            "notes": list(self.notes),
             "recording": self.recording.to_dict(),
         }
