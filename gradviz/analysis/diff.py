@@ -5,9 +5,11 @@ shifts them all): named leaves' ``AccumulateGrad`` nodes by the leaf's name and 
 by position, then outwards from every matched pair: the node below through the same input
 slot, or the node above that feeds it through the same slot, when the types agree. What
 matches is compared by the gradients it sent: the ratio of their norms and whether they
-differ; what does not is "only in A" or "only in B" (a ``detach``, a new layer). The union
-of both graphs is drawn once, the unmatched nodes marked and each matched edge labelled
-with its ratio; ``save("d.html")`` writes it with the table as one offline page.
+differ (every value when both kept them all, else their summaries; NaN equals NaN in the
+same place); what does not is "only in A" or "only in B" (a ``detach``, a new layer). The
+union of both graphs is drawn once, the unmatched nodes marked and each matched edge
+labelled with its ratio; ``save("d.html")`` writes it with the table as one offline page.
+Numbers print with digits enough to show the difference they report.
 """
 
 from __future__ import annotations
@@ -18,12 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from gradviz.escape import html_text, json_text
 from gradviz.model.graph import Edge, Graph, Node
 from gradviz.model.recording import GradValue, Recording, as_summary
 from gradviz.render.export import graph_dot, graph_svg
 
-__all__ = ["NodeChange", "RecordingDiff", "diff_recordings", "match_nodes"]
+__all__ = [
+    "NodeChange",
+    "RecordingDiff",
+    "diff_recordings",
+    "distinct_texts",
+    "match_nodes",
+    "ratio_text",
+]
 
 
 def match_nodes(a: Graph, b: Graph) -> dict[str, str]:
@@ -80,9 +91,66 @@ def _same(a: tuple[GradValue | None, ...], b: tuple[GradValue | None, ...]) -> b
     for x, y in zip(a, b, strict=True):
         if (x is None) != (y is None):
             return False
-        if x is not None and y is not None and as_summary(x) != as_summary(y):
+        if x is not None and y is not None and not _same_value(x, y):
             return False
     return True
+
+
+def _same_value(x: GradValue, y: GradValue) -> bool:
+    """Every value when both are kept whole (``keep="all"``), else their summaries; NaN
+    equals NaN in the same place (two identical runs match)."""
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+        found = _same_tensor(x, y)
+        if found is not None:
+            return found
+    return bool(_comparable(as_summary(x).to_dict()) == _comparable(as_summary(y).to_dict()))
+
+
+def _same_tensor(x: torch.Tensor, y: torch.Tensor) -> bool | None:
+    """Equal shape, dtype and values (NaN where the other has NaN); None: the values cannot
+    be read (a meta tensor), so their summaries decide."""
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    try:
+        a, b = _dense(x), _dense(y).to(x.device)
+        if torch.equal(a, b):
+            return True
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
+
+def _dense(tensor: torch.Tensor) -> torch.Tensor:
+    data = tensor.detach()
+    if data.layout != torch.strided:
+        data = data.to_dense()
+    return data.resolve_conj().resolve_neg()
+
+
+def _comparable(value: Any) -> Any:
+    """``value`` with every float NaN replaced by a marker, so that NaN equals NaN."""
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_comparable(v) for v in value]
+    return value
+
+
+def distinct_texts(a: float, b: float, digits: int = 4) -> tuple[str, str]:
+    """``a`` and ``b`` with at least ``digits`` significant digits, and more until the two
+    texts differ (the same text for two different numbers would hide the difference)."""
+    text_a, text_b = f"{a:.{digits}g}", f"{b:.{digits}g}"
+    while text_a == text_b and a != b and digits < 17:
+        digits += 1
+        text_a, text_b = f"{a:.{digits}g}", f"{b:.{digits}g}"
+    return text_a, text_b
+
+
+def ratio_text(ratio: float | None, digits: int = 4) -> str:
+    """A ratio of norms: 'n/a', or digits enough that one which is not 1 does not print 1."""
+    return "n/a" if ratio is None else distinct_texts(ratio, 1.0, digits)[0]
 
 
 @dataclass(frozen=True)
@@ -96,7 +164,7 @@ class NodeChange:
     step_b: int | None
     norm_a: float | None
     norm_b: float | None
-    same: bool  # the gradients it sent are equal (same summary) in both
+    same: bool  # the gradients it sent are equal in both (every value, or the summaries)
 
     @property
     def ratio(self) -> float | None:
@@ -139,7 +207,7 @@ class RecordingDiff:
         labels: dict[str, str] = {}
         for change in self.differing:
             ratio = change.ratio
-            text = "changed" if ratio is None else f"×{ratio:.3g}"
+            text = "changed" if ratio is None else f"×{ratio_text(ratio, 3)}"
             for edge in self.union.out_edges(change.node_a):
                 labels[edge.key] = text
         return labels
@@ -169,10 +237,10 @@ class RecordingDiff:
         if first is not None:
             lines.append(
                 f"first differing gradient: {first.type_name} ({first.node_a}) at step "
-                f"{first.step_a} of A"
+                f"{first.step_a} of A{_norms_text(first)}"
             )
         for change in self.differing:
-            ratio = "n/a" if change.ratio is None else f"{change.ratio:.4g}"
+            ratio = ratio_text(change.ratio)
             lines.append(f"{change.type_name} ({change.node_a}): ‖B‖/‖A‖ = {ratio}")
         if self.identical:
             lines.append("The two recordings match: same nodes, same gradients.")
@@ -202,7 +270,7 @@ class RecordingDiff:
         rows = "".join(
             f"<tr><td>{html_text(c.type_name, None)}</td><td>{html_text(c.node_a)}</td>"
             f"<td>{'' if c.step_a is None else c.step_a}</td>"
-            f"<td>{'n/a' if c.ratio is None else f'{c.ratio:.4g}'}</td>"
+            f"<td>{ratio_text(c.ratio)}</td>"
             f"<td>{'same' if c.same else 'differs'}</td></tr>"
             for c in self.changes
         )
@@ -251,6 +319,16 @@ class RecordingDiff:
 
     def __str__(self) -> str:
         return self.summary_text()
+
+
+def _norms_text(change: NodeChange) -> str:
+    """', ‖A‖ = 2.236, ‖B‖ = 2.237' with digits enough to tell them apart."""
+    if change.norm_a is None or change.norm_b is None:
+        return ""
+    if change.norm_a == change.norm_b:
+        return f", ‖A‖ = ‖B‖ = {change.norm_a:.4g} (the values differ)"
+    text_a, text_b = distinct_texts(change.norm_a, change.norm_b)
+    return f", ‖A‖ = {text_a}, ‖B‖ = {text_b}"
 
 
 def _union(a: Graph, b: Graph, matched_b: dict[str, str], only_b: list[str]) -> Graph:
