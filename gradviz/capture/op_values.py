@@ -10,7 +10,16 @@ import torch
 from gradviz.model.summarize import SMALL_NUMEL, summarize
 from gradviz.model.values import Role, Summary
 
-__all__ = ["cheap_summary", "flat_tensors", "op_name", "role", "scalar_text", "version"]
+__all__ = [
+    "cheap_summary",
+    "flat_tensors",
+    "grad_fn",
+    "is_leaf",
+    "op_name",
+    "role",
+    "scalar_text",
+    "version",
+]
 
 
 def version(tensor: torch.Tensor) -> int | None:
@@ -20,10 +29,27 @@ def version(tensor: torch.Tensor) -> int | None:
         return None
 
 
+def grad_fn(tensor: torch.Tensor) -> Any:
+    """``tensor.grad_fn``, or None where PyTorch refuses to say: reading it raises for a view
+    made under ``no_grad()`` whose base was then changed in place (``h[1:].zero_()``)."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
+
+
+def is_leaf(tensor: torch.Tensor) -> bool:
+    """``tensor.is_leaf``; False for the view ``grad_fn`` cannot read (it has a base)."""
+    try:
+        return bool(tensor.is_leaf)
+    except RuntimeError:
+        return False
+
+
 def role(tensor: torch.Tensor) -> Role:
     if not tensor.requires_grad:
         return Role.CONSTANT
-    return Role.LEAF if tensor.is_leaf else Role.BRANCH
+    return Role.LEAF if is_leaf(tensor) else Role.BRANCH
 
 
 def cheap_summary(tensor: torch.Tensor) -> Summary | None:

@@ -287,12 +287,12 @@ class Watch:
                 dtype=str(tensor.dtype).removeprefix("torch."),
                 role=op_values.role(tensor),
                 requires_grad=tensor.requires_grad,
-                is_leaf=tensor.is_leaf,
+                is_leaf=op_values.is_leaf(tensor),
                 data=op_values.cheap_summary(tensor),
                 created_by=created_by,
                 version=op_values.version(tensor),
                 base=base_id,
-                grad_fn=None if tensor.grad_fn is None else type(tensor.grad_fn).__name__,
+                grad_fn=_type_name(op_values.grad_fn(tensor)),
             )
         )
         self.forward._by_id[tensor_id] = self.forward.tensors[-1]
@@ -303,9 +303,9 @@ class Watch:
         item = self.forward._by_id[tensor_id]
         item.role = op_values.role(tensor)
         item.requires_grad = tensor.requires_grad
-        item.is_leaf = tensor.is_leaf
+        item.is_leaf = op_values.is_leaf(tensor)
         item.version = op_values.version(tensor)
-        item.grad_fn = None if tensor.grad_fn is None else type(tensor.grad_fn).__name__
+        item.grad_fn = _type_name(op_values.grad_fn(tensor))
 
     # -- what the mode and hooks report ------------------------------------------------------
     def _find_any(self, value: object) -> str | None:
@@ -383,9 +383,10 @@ class Watch:
                 scalar, text = op_values.scalar_text(value)
                 args_out.append(Arg(position, value=scalar, text=text))
         output_ids = [self._tensor_id(t, index) for t in outputs]
-        for tensor, tensor_id in zip(outputs, output_ids, strict=True):
-            if tensor.grad_fn is not None:
-                edge = (int(tensor.grad_fn._sequence_nr()), int(tensor.output_nr))
+        nodes = [op_values.grad_fn(t) for t in outputs]  # under no_grad a view's may raise
+        for tensor, tensor_id, node in zip(outputs, output_ids, nodes, strict=True):
+            if node is not None:
+                edge = (int(node._sequence_nr()), int(tensor.output_nr))
                 self._grad_edges[tensor_id] = (*edge, str(tensor.device))
         for tensor, tensor_id in zip(inputs + outputs, input_ids + output_ids, strict=True):
             self._refresh(tensor_id, tensor)
@@ -409,12 +410,8 @@ class Watch:
                 inputs=tuple(args_out),
                 outputs=tuple(output_ids),
                 output_versions=tuple(op_values.version(t) for t in outputs),
-                grad_fns=tuple(
-                    None if t.grad_fn is None else type(t.grad_fn).__name__ for t in outputs
-                ),
-                grad_fn_seqs=tuple(
-                    None if t.grad_fn is None else int(t.grad_fn._sequence_nr()) for t in outputs
-                ),
+                grad_fns=tuple(_type_name(n) for n in nodes),
+                grad_fn_seqs=tuple(None if n is None else int(n._sequence_nr()) for n in nodes),
                 bumps=tuple(bumps),
                 seq_start=seq_start,
                 seq_end=seq_end,
@@ -686,6 +683,10 @@ def _is_view_of(tensor: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
         return False
     base = tensor._base
     return any(base is i or (i._is_view() and i._base is base) for i in inputs)
+
+
+def _type_name(node: Any) -> str | None:
+    return None if node is None else type(node).__name__
 
 
 def _version_before(
