@@ -15,6 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import torch
 
 from gradviz.cli.capture import Capture, names_in, params_in
 from gradviz.cli.output import OutputError, fitted_dot, png_size, svg_scale, writable_folder
+from gradviz.cli.terminal import EscapedStream, terminal_text
 from gradviz.errors import GradvizError
 from gradviz.objects import OptimizerStep, Recording, record
 from gradviz.render.theme import THEMES
@@ -140,18 +142,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from gradviz.teaching.gallery import main as demo_main
 
-            return demo_main([str(args.out)])
+            with redirect_stdout(EscapedStream(sys.stdout)):  # it prints the folder's name
+                return demo_main([str(args.out)])
         return _render(args)
     except CliError as error:
-        print(f"gradviz: {error}", file=sys.stderr)
+        _complain(f"gradviz: {error}")
         return error.code
     except GradvizError as error:
-        print(f"gradviz: {error}", file=sys.stderr)
+        _complain(f"gradviz: {error}")
         return 1
 
 
 def _say(message: str) -> None:
-    print(message, flush=True)
+    """A line on standard output; the names in it escaped (``terminal_text``)."""
+    print(terminal_text(message), flush=True)
+
+
+def _complain(message: str) -> None:
+    """A message on standard error; the names in it escaped (``terminal_text``)."""
+    print(terminal_text(message), file=sys.stderr, flush=True)
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -261,13 +270,12 @@ def _run_script(
         if stop.code is None or stop.code == 0:
             return namespace, 0  # sys.exit(main()) after a good run: draw it
         if isinstance(stop.code, int):
-            print(f"gradviz: {script} exited with status {stop.code}", file=sys.stderr)
+            _complain(f"gradviz: {script} exited with status {stop.code}")
             return namespace, stop.code
-        print(stop.code, file=sys.stderr)
+        _complain(str(stop.code))
         return namespace, 1
     except Exception:
-        trace = traceback.format_exc()
-        print(trace, file=sys.stderr, end="")
+        _complain(traceback.format_exc().rstrip("\n"))
         raise CliError(
             f"{script} raised the error above. gradviz needs a script that runs to the end "
             f"with `python {script}`; fix the error and try again.",
