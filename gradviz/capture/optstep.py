@@ -2,9 +2,10 @@
 it did to each parameter and to the optimizer's state.
 
 gradviz only reads: the backward is ``record()`` (hooks that return None) and the step is
-the optimizer's own ``step()``, called once, so the parameters end up bitwise as after a
-plain ``loss.backward(); optimizer.step()``. Copies are taken with ``detach().clone()``
-before and after; the optimizer never sees them.
+the optimizer's own ``step()`` (``step(closure)`` when given), called once, so the
+parameters end up bitwise as after a plain ``loss.backward(); optimizer.step()``. Copies
+are taken with ``detach().clone()`` by the step's last pre-hook and after it; the optimizer
+never sees them, and a copy or norm that fails is a note, never an error inside the step.
 """
 
 from __future__ import annotations
