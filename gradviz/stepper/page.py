@@ -200,7 +200,14 @@ def stepper_payload(
         laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
         # every view's Graphviz run starts now; the steps' data is written while they run
         with start_layouts(recording, [{**options, **view_options(v)} for v in laid]) as ready:
-            data = replay_data(recording, prefix, None, depths, explain=explain is not False)
+            data = replay_data(
+                recording,
+                prefix,
+                None,
+                depths,
+                explain=explain is not False,
+                fold=render_options.fold,
+            )
             in_turn = [laid[position] for position in ready]  # each view once it is laid out
             for view in progress(in_turn, "gradviz: laying out views", len(recording.graph.nodes)):
                 schedule = data["schedule"]
