@@ -51,7 +51,7 @@ from gradviz.replay.forwardframes import (
     forward_frames,
 )
 from gradviz.replay.layouts import layout_batch, pending_svgs, view_dot
-from gradviz.replay.modules import _boxes, box_class, module_css, view_options
+from gradviz.replay.modules import _boxes, box_class, module_css, view_render_options
 from gradviz.replay.overlays import overlay_data
 from gradviz.replay.styles import SvgTemplate, step_css
 
@@ -164,16 +164,17 @@ def _schedule(
     recording: Recording,
     prefix: str,
     born: dict[str, dict[str, int]] | None = None,
-    depths: Sequence[int] = (),
+    depths: Sequence[int | str | tuple[str, ...]] = (),
     fold: bool | int = False,
 ) -> dict[str, Any]:
     """Element ids and the step at which they change, for Python and the browser alike.
 
     ``born`` (under ``watch()``): per view, the forward-frame step at which each element
     appears (``_born``); before it the element is ``gv_future``, at it ``gv_born``.
-    ``depths``: collapse depths whose module boxes to schedule (``boxes``: id -> the steps
-    at which a node inside runs; ``box_class`` turns them into a class). ``fold``: the render
-    option; each folded run of blocks is scheduled as such a box (``gradviz.replay.folded``).
+    ``depths``: collapse depths (or ``collapse=`` values) whose module boxes to schedule
+    (``boxes``: id -> the steps at which a node inside runs; ``box_class`` turns them into
+    a class). ``fold``: the render option; each folded run of blocks is scheduled as such a
+    box (``gradviz.replay.folded``).
     """
     graph = recording.graph
     ran_at = {step.node_id: step.index for step in recording.steps}
@@ -457,7 +458,9 @@ def step_svg(recording: Recording, index: int, **options: Any) -> str:
     template, render_options, born = _layout(recording, **options)
     prefix = render_options.prefix or recording.graph.prefix
     view = str(render_options.view)
-    depth = render_options.collapse_depth
+    depth: int | str | tuple[str, ...] | None = render_options.collapse_depth
+    if render_options.collapse is not None:
+        depth = render_options.collapse
     depths = [depth] if depth is not None and recording.graph.forward is not None else []
     born_in = {view: born} if born else None
     schedule = _schedule(recording, prefix, born_in, depths, render_options.fold)
@@ -498,7 +501,7 @@ def replay_data(
     recording: Recording,
     prefix: str | None = None,
     born: dict[str, dict[str, int]] | None = None,
-    depths: Sequence[int] = (),
+    depths: Sequence[int | str | tuple[str, ...]] = (),
     explain: bool = False,
     fold: bool | int = False,
 ) -> dict[str, Any]:
@@ -546,4 +549,4 @@ def replay_born(
     forward frames (empty without them)."""
     if not recording.forward_ops:
         return {}
-    return {view: _layout(recording, **{**options, **view_options(view)})[2] for view in views}
+    return {view: _layout(recording, **view_render_options(options, view))[2] for view in views}

@@ -40,7 +40,7 @@ from gradviz.replay.frames import (
     step_svg,
     steps_text,
 )
-from gradviz.replay.modules import view_options
+from gradviz.replay.modules import view_render_options
 from gradviz.replay.optstep import optimizer_data
 from gradviz.stepper.page import (
     asset_text,
@@ -111,7 +111,7 @@ class Stepper(anywidget.AnyWidget):
         if step is not None:
             step = _step_number(step, "Stepper(step=)")
         chosen = chosen_views(recording, views)
-        opening = view or default_view(recording, chosen)
+        opening = view or default_view(recording, chosen, options.get("collapse"))
         if opening not in chosen:
             raise InvalidArgument(f"view={opening!r}: this stepper has the views {list(chosen)}")
         payload = stepper_payload(recording, views=chosen, lazy=True, explain=explain, **options)
@@ -121,7 +121,7 @@ class Stepper(anywidget.AnyWidget):
             svgs=payload["svgs"],
             data=wire_safe({**payload["data"], **extra}),  # names may hold anything
             css=payload["css"],
-            step=first_step(recording) if step is None else step,
+            step=payload["start"] if step is None else step,
             view=payload["view"],
         )
         self.on_msg(self._on_message)
@@ -201,7 +201,7 @@ class Stepper(anywidget.AnyWidget):
     def svg(self) -> str:
         """The current step in the current view as a standalone SVG (what the Download
         button saves); module views (``collapsed-1``, ``modules``) draw as in the browser."""
-        return step_svg(self.recording, self.step, **{**self._options, **view_options(self.view)})
+        return step_svg(self.recording, self.step, **view_render_options(self._options, self.view))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view, plus a static final step for places where widgets do not run.
