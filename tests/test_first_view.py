@@ -17,7 +17,7 @@ from gradviz.model.recording import Recording
 from gradviz.render.frontier import MAX_THINGS, MIN_THINGS, auto_frontier
 from gradviz.render.watched import collapsed_members
 from gradviz.replay.modules import view_options
-from gradviz.stepper.page import stepper_payload, unpack_state
+from gradviz.stepper.page import opening_step, stepper_payload, unpack_state
 from tests.shaped_models import MODELS
 
 pytestmark = pytest.mark.needs_dot
@@ -89,7 +89,8 @@ def test_lists_of_identical_blocks_read_as_the_list() -> None:
     forward = rec.graph.forward
     assert forward is not None
     paths = sorted(forward.modules[m].path for m in auto_frontier(rec.graph))
-    assert [p for p in paths if p.startswith("encoder.")] == [f"encoder.layer.{i}" for i in range(6)]
+    blocks = [p for p in paths if p.startswith("encoder.")]
+    assert blocks == [f"encoder.layer.{i}" for i in range(6)]
 
 
 def test_collapse_chooses_the_first_view(tmp_path: Path) -> None:
@@ -97,6 +98,7 @@ def test_collapse_chooses_the_first_view(tmp_path: Path) -> None:
     views = ["collapsed-auto", "collapsed-2"]
     page = rec.save(tmp_path / "depth.html", collapse=2, views=views).read_text("utf-8")
     assert unpack_state(page)["view"] == "collapsed-2"
+    assert unpack_state(page)["step"] == 0  # the seed, not the first forward op
     named = ["bert.encoder", "bert.pooler"]
     stepper = gradviz.Stepper(rec, collapse=named)
     assert stepper.view == "collapsed-auto"
@@ -120,3 +122,15 @@ def test_small_watched_graphs_open_whole() -> None:
     rec = w.record(loss)
     assert auto_frontier(rec.graph) == frozenset()
     assert stepper_payload(rec, lazy=True)["view"] == "backward"
+
+
+def test_the_page_opens_at_the_seed_unless_the_first_forward_frame_shows_most() -> None:
+    rec, _, _ = recorded("deep_mlp")
+    first = -len(rec.forward_ops)
+    assert first < 0
+    assert opening_step(rec, {"a": first, "b": first, "c": -1}) == first
+    assert opening_step(rec, {"a": first, "b": first + 1, "c": -1}) == 0  # one of three
+    payload = stepper_payload(rec, lazy=True)
+    born = payload["data"]["schedule"]["born"][payload["view"]]
+    assert sum(at == first for at in born.values()) * 2 < len(born)  # nearly empty at first
+    assert payload["start"] == 0

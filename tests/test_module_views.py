@@ -17,8 +17,8 @@ from torch import nn
 
 import gradviz
 from gradviz.model.recording import Recording
-from gradviz.render.views import to_dot
 from gradviz.render.frontier import auto_frontier
+from gradviz.render.views import to_dot
 from gradviz.render.watched import collapsed_members
 from gradviz.replay.frames import (
     _schedule,

@@ -121,7 +121,7 @@ class Stepper(anywidget.AnyWidget):
             svgs=payload["svgs"],
             data=wire_safe({**payload["data"], **extra}),  # names may hold anything
             css=payload["css"],
-            step=payload["start"] if step is None else step,
+            step=first_step(recording) if step is None else step,
             view=payload["view"],
         )
         self.on_msg(self._on_message)
