@@ -89,8 +89,9 @@ class Stepper(anywidget.AnyWidget):
         explain: bool | None = None,
         **options: Unpack[StyleKeywords],
     ) -> None:
-        """``view``: the view to open on (default: the collapsed module view above
-        ``COLLAPSED_DEFAULT_NODES`` nodes, else ``backward``); ``views`` leaves views out;
+        """``view``: the view to open on (default: ``page.default_view``, the module boxes
+        ``collapsed-auto`` picks for a big watched model, else ``backward``; ``collapse=`` a
+        depth or module paths chooses other boxes); ``views`` leaves views out;
         ``explain``: the Memory and Health toggles (default: graphs of up to 150 nodes).
         Only the opening view is laid out now: the browser asks for another one the first
         time it is chosen (``view`` set from Python does the same)."""
