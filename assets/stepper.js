@@ -1250,6 +1250,8 @@ export function mount(el, model) {
   function elementOf(node) {
     const direct = view.byId.get(`${prefix}_${node}`);
     if (direct) return direct;
+    const fold = data.folded && view.byId.get(`${prefix}_${data.folded[node]}`); // fold=True
+    if (fold) return fold;
     const chain = (data.nav && data.nav.chains[node]) || [];
     for (let i = chain.length - 1; i >= 0; i--) {
       const box = view.byId.get(`${prefix}_bm${chain[i]}`);

@@ -17,6 +17,7 @@ from torch import nn
 
 import gradviz
 from gradviz.model.recording import Recording
+from gradviz.render.frontier import auto_frontier
 from gradviz.render.views import to_dot
 from gradviz.render.watched import collapsed_members
 from gradviz.replay.frames import (
@@ -93,7 +94,9 @@ def _steps(recording: Recording) -> range:
 def test_module_views_only_for_watched_models_of_some_size(watched: Recording) -> None:
     assert module_depths(watched)[0] == 0
     views = module_views(watched)
-    assert views == [*(f"collapsed-{d}" for d in module_depths(watched)), "modules"]
+    # the frontier's view first where the whole graph is more than MAX_THINGS things
+    auto = ["collapsed-auto"] if auto_frontier(watched.graph) else []
+    assert views == [*auto, *(f"collapsed-{d}" for d in module_depths(watched)), "modules"]
     assert view_options("collapsed-1") == {
         "view": "backward",
         "modules": True,

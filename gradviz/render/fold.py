@@ -37,6 +37,8 @@ class FoldedNode(Node):
 
     repeats: int = 1
     members: tuple[str, ...] = ()
+    # each member's block, counted in the order the forward pass ran them (1 .. repeats)
+    blocks: tuple[int, ...] = ()
     contents: str = ""  # the node types of one block, e.g. 'AddmmBackward0, ReluBackward0'
 
 
@@ -233,6 +235,12 @@ def _build(
     for number, (start, period, repeats) in enumerate(folds):
         fold_id = f"fold{number}"
         inside = [n for s in range(start, start + period * repeats) for n in members[s]]
+        # the spine runs from the loss back: its first block is the forward's last
+        blocks = [
+            repeats - (s - start) // period
+            for s in range(start, start + period * repeats)
+            for _ in members[s]
+        ]
         unit = [n for s in range(start, start + period) for n in members[s]]
         for node_id in inside:
             fold_of[node_id] = fold_id
@@ -244,6 +252,7 @@ def _build(
             sequence_nr=entry.sequence_nr,
             repeats=repeats,
             members=tuple(inside),
+            blocks=tuple(blocks),
             contents=_contents([graph.node(n).type_name for n in unit]),
         )
     nodes: list[Node] = []
@@ -273,7 +282,11 @@ def _build(
             record = replace(record, node_id=fold_of[record.node_id])
         tensors.append(record)
     roots = list(dict.fromkeys(fold_of.get(r, r) for r in graph.root_ids))
-    return Graph(nodes, edges, roots, tensors)  # watch() data is not folded
+    folded = Graph(nodes, edges, roots, tensors)  # watch() data is not folded
+    # the same SVG ids as the graph's own drawings: the replay's schedule names the
+    # elements the folded drawing kept (a node outside every fold, an edge into one)
+    folded.prefix = graph.prefix
+    return folded
 
 
 def _contents(type_names: list[str], width: int = 72) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
 from gradviz.errors import InvalidArgument, InvalidInput
+from gradviz.render.frontier import collapse_spec
 from gradviz.render.theme import Theme, get_theme
 
 __all__ = ["RenderKeywords", "RenderOptions", "StyleKeywords", "View"]
@@ -38,6 +39,8 @@ class RenderOptions:
     # with gradviz.watch() data (gradviz.render.watched): module clusters, collapsing, marks
     modules: bool = False  # cluster nodes and ops by the nn.Module that created them
     collapse_depth: int | None = None  # draw modules this deep (0: top level) as one box
+    # or these modules (before collapse_depth): "auto", their paths (gradviz.render.frontier)
+    collapse: int | str | tuple[str, ...] | None = None
     marks: tuple[str, ...] = ()  # node / tensor / forward-tensor ids to draw marked
     # edge key -> (pen width, colour): the gradient-health overlay (gradviz.analysis.health)
     edge_styles: Mapping[str, tuple[float, str]] = field(default_factory=dict)
@@ -84,6 +87,8 @@ class RenderOptions:
             made = cls(**{**options, "theme": get_theme(options["theme"])})
         else:
             made = cls(**options)
+        if made.collapse is not None:  # a list of names kept as a tuple: options are frozen
+            made = replace(made, collapse=collapse_spec(made.collapse))
         if made.view not in ("backward", "combined", "forward"):
             raise InvalidArgument(
                 f"view must be 'backward', 'combined' or 'forward', not {made.view!r}"
@@ -123,6 +128,7 @@ class StyleKeywords(TypedDict, total=False):
     link_labels: Mapping[str, str]
     modules: bool
     collapse_depth: int | None
+    collapse: int | str | tuple[str, ...] | list[str] | None
     marks: tuple[str, ...]
     edge_styles: Mapping[str, tuple[float, str]]
     fold: bool | int

@@ -28,6 +28,7 @@ from gradviz.render.dot import (
     tooltip,
 )
 from gradviz.render.dot_tables import tensor_table
+from gradviz.render.frontier import Collapse, boxed
 from gradviz.render.links import CombinedSides, LinkSpec, _Box, _LinkWriter
 
 __all__ = [
@@ -63,22 +64,29 @@ def needs_forward(view: str) -> str:
     )
 
 
-def collapsed_box(data: Forward, module: int | None, depth: int | None) -> int | None:
-    """The module drawn as one box for a node or op of ``module`` at ``collapse_depth``."""
+def collapsed_box(
+    data: Forward, module: int | None, depth: int | frozenset[int] | None
+) -> int | None:
+    """The module drawn as one box for a node or op of ``module``: the one at ``depth``,
+    or the outermost of the module indices ``depth`` (``gradviz.render.frontier.boxed``)."""
     if module is None or depth is None:
         return None
     chain = data.module_chain(module)
+    if isinstance(depth, frozenset):
+        return next((scope.index for scope in chain if scope.index in depth), None)
     return chain[depth].index if len(chain) > depth else None
 
 
-def collapsed_members(graph: Graph, depth: int) -> dict[int, list[str]]:
+def collapsed_members(graph: Graph, depth: Collapse) -> dict[int, list[str]]:
     """Module index -> the backward nodes drawn inside its box at ``collapse_depth=depth``
-    (graph order). The box's DOT name is ``bm<index>``, its SVG id ``<prefix>_bm<index>``."""
+    (or ``collapse=depth``: ``"auto"``, module paths; graph order). The box's DOT name is
+    ``bm<index>``, its SVG id ``<prefix>_bm<index>``."""
     members: dict[int, list[str]] = defaultdict(list)
     if graph.forward is None:
         return {}
+    boxes = boxed(graph, depth)
     for node in graph.nodes:
-        box = collapsed_box(graph.forward, graph.forward.node_modules.get(node.id), depth)
+        box = collapsed_box(graph.forward, graph.forward.node_modules.get(node.id), boxes)
         if box is not None:
             members[box].append(node.id)
     return dict(members)
@@ -134,6 +142,10 @@ class _Writer(_LinkWriter):
         # the tensor was when the code first used it (a parameter after its initialisation)
         self.bumped = {(b.tensor, b.after) for op in data.ops for b in op.bumps}
         self.offgraph: dict[tuple[str, int], tuple[str, int]] = {}
+        # the modules drawn as one box each: by depth, or a set (``collapse=``)
+        self.collapse: int | frozenset[int] | None = options.collapse_depth
+        if options.collapse is not None:
+            self.collapse = boxed(graph, options.collapse)
 
     # -- the whole picture ------------------------------------------------------------------
     def write(self, clusters: bool = True) -> str:
@@ -202,11 +214,9 @@ class _Writer(_LinkWriter):
         """(the cluster to draw in, the collapsed module box or None) for a module scope."""
         if module is None:
             return None, None
-        depth = self.options.collapse_depth
-        collapsed = collapsed_box(self.data, module, depth)
+        collapsed = collapsed_box(self.data, module, self.collapse)
         if collapsed is not None:
-            assert depth is not None
-            parent = self.data.module_chain(module)[depth - 1].index if depth > 0 else None
+            parent = self.data.modules[collapsed].parent
             return (parent if self.options.modules else None), collapsed
         return (module if self.options.modules else None), None
 
@@ -469,8 +479,7 @@ class _Writer(_LinkWriter):
         if not self.show_forward:
             self._roots()
         collapsed_seen: set[int] = set()
-        depth = self.options.collapse_depth
-        inside = {} if depth is None else collapsed_members(self.graph, depth)
+        inside = {} if self.collapse is None else collapsed_members(self.graph, self.collapse)
         params = self._parameters_inside(inside)
         for node in self.graph.nodes:
             module = self.data.node_modules.get(node.id)

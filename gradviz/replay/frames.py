@@ -41,6 +41,7 @@ from gradviz.render.layered import estimate
 from gradviz.render.options import RenderOptions
 from gradviz.render.sidebyside import side_by_side_svg
 from gradviz.render.theme import Theme
+from gradviz.replay.folded import fold_schedule
 from gradviz.replay.forwardframes import (
     ForwardFrame,
     _op_times,
@@ -50,7 +51,7 @@ from gradviz.replay.forwardframes import (
     forward_frames,
 )
 from gradviz.replay.layouts import layout_batch, pending_svgs, view_dot
-from gradviz.replay.modules import _boxes, box_class, module_css, view_options
+from gradviz.replay.modules import _boxes, box_class, module_css, view_render_options
 from gradviz.replay.overlays import overlay_data
 from gradviz.replay.styles import SvgTemplate, step_css
 
@@ -163,14 +164,17 @@ def _schedule(
     recording: Recording,
     prefix: str,
     born: dict[str, dict[str, int]] | None = None,
-    depths: Sequence[int] = (),
+    depths: Sequence[int | str | tuple[str, ...]] = (),
+    fold: bool | int = False,
 ) -> dict[str, Any]:
     """Element ids and the step at which they change, for Python and the browser alike.
 
     ``born`` (under ``watch()``): per view, the forward-frame step at which each element
     appears (``_born``); before it the element is ``gv_future``, at it ``gv_born``.
-    ``depths``: collapse depths whose module boxes to schedule (``boxes``: id -> the steps
-    at which a node inside runs; ``box_class`` turns them into a class).
+    ``depths``: collapse depths (or ``collapse=`` values) whose module boxes to schedule
+    (``boxes``: id -> the steps at which a node inside runs; ``box_class`` turns them into
+    a class). ``fold``: the render option; each folded run of blocks is scheduled as such a
+    box (``gradviz.replay.folded``).
     """
     graph = recording.graph
     ran_at = {step.node_id: step.index for step in recording.steps}
@@ -194,6 +198,10 @@ def _schedule(
         schedule["nonfinite"] = nonfinite
     if depths:
         schedule["boxes"] = _boxes(recording, prefix, depths)
+    folds = fold_schedule(recording, prefix, fold)
+    if folds.boxes:
+        schedule["boxes"] = {**schedule.get("boxes", {}), **folds.boxes}
+        edges.update(folds.edges)
     if born:
         schedule["born"] = born
     return schedule
@@ -450,11 +458,14 @@ def step_svg(recording: Recording, index: int, **options: Any) -> str:
     template, render_options, born = _layout(recording, **options)
     prefix = render_options.prefix or recording.graph.prefix
     view = str(render_options.view)
-    depth = render_options.collapse_depth
+    depth: int | str | tuple[str, ...] | None = render_options.collapse_depth
+    if render_options.collapse is not None:
+        depth = render_options.collapse
     depths = [depth] if depth is not None and recording.graph.forward is not None else []
-    schedule = _schedule(recording, prefix, {view: born} if born else None, depths)
+    born_in = {view: born} if born else None
+    schedule = _schedule(recording, prefix, born_in, depths, render_options.fold)
     css = step_css(render_options.theme)
-    if depths:
+    if depths or "boxes" in schedule:
         css += module_css(render_options.theme)
     if born:
         css += forward_css(render_options.theme)
@@ -490,8 +501,9 @@ def replay_data(
     recording: Recording,
     prefix: str | None = None,
     born: dict[str, dict[str, int]] | None = None,
-    depths: Sequence[int] = (),
+    depths: Sequence[int | str | tuple[str, ...]] = (),
     explain: bool = False,
+    fold: bool | int = False,
 ) -> dict[str, Any]:
     """Everything the browser stepper needs besides the SVG, as plain JSON data.
 
@@ -499,6 +511,8 @@ def replay_data(
 
     ``born``: per view, when each element appears (``_born``); ``replay_born`` computes it.
     ``depths``: the collapse depths of the module views shipped (their boxes' schedule).
+    ``fold``: the render option ``fold``; each step inside a folded block says which
+    repetition it runs in, and ``folded`` maps its node to the box drawn for it.
     Under ``watch()`` the data also holds ``first`` (-F) and ``forward`` (the panel of each
     forward frame, in order); without it, neither key exists.
     """
@@ -508,9 +522,16 @@ def replay_data(
     data: dict[str, Any] = {
         "prefix": prefix,
         "count": len(recording.steps) + 1,
-        "schedule": _schedule(recording, prefix, born, depths),
+        "schedule": _schedule(recording, prefix, born, depths, fold),
         "steps": steps,
     }
+    folds = fold_schedule(recording, prefix, fold)
+    if folds.drawn_as:
+        data["folded"] = folds.drawn_as
+        for step in steps:
+            where = folds.where.get(step["node"] or "")
+            if where is not None:
+                step["narration"] = f"In {where}: {step['narration']}"
     data.update(classroom_data(recording, prefix))
     if explain:
         data.update(overlay_data(recording, data["schedule"], prefix))
@@ -528,4 +549,4 @@ def replay_born(
     forward frames (empty without them)."""
     if not recording.forward_ops:
         return {}
-    return {view: _layout(recording, **{**options, **view_options(view)})[2] for view in views}
+    return {view: _layout(recording, **view_render_options(options, view))[2] for view in views}

@@ -137,6 +137,8 @@ def _expected_weight(options: RenderOptions) -> tuple[int, int]:
     501, 209, 181, 68, 15, 5 and 2 kB in that order."""
     if options.view == "combined":
         return (0, 0)
+    if options.collapse is not None:
+        return (2, 0)
     if options.collapse_depth is not None:
         return (2, -options.collapse_depth)
     return (1, 0 if options.modules else 1)

@@ -1,30 +1,37 @@
 """Module views of a ``watch(model)`` recording: one cluster per module call, or every
-module below a depth drawn as one box that expands on a click."""
+module below a depth drawn as one box that expands on a click; ``collapsed-auto`` draws the
+modules ``gradviz.render.frontier`` picks by what the view shows (or those ``collapse=``
+names), at mixed depths."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gradviz.model.recording import Recording
 from gradviz.render import layered as biglayout
+from gradviz.render.frontier import auto_frontier
 from gradviz.render.theme import Theme
 from gradviz.render.watched import collapsed_members
 
 __all__ = [
+    "AUTO_VIEW",
     "MAX_COLLAPSED_LAYOUTS",
     "MODULE_VIEW_MIN_NODES",
     "box_class",
     "module_css",
     "module_depths",
     "module_views",
+    "view_collapse",
     "view_options",
+    "view_render_options",
 ]
 
 
 # -- module views: clusters, and modules below a depth drawn as one box -----------------------
 MODULE_VIEW_MIN_NODES = 8  # smaller graphs read at a glance: no module views for them
 MAX_COLLAPSED_LAYOUTS = 4  # collapse depths 0..3 at most, one layout each
+AUTO_VIEW = "collapsed-auto"  # the modules the frontier picks (or collapse= names) as boxes
 
 
 def module_depths(recording: Recording) -> list[int]:
@@ -46,26 +53,48 @@ def module_views(recording: Recording) -> list[str]:
     if not depths:
         return []
     views = [f"collapsed-{d}" for d in depths]
+    if auto_frontier(recording.graph):  # empty: every module opened, the "modules" view
+        views.insert(0, AUTO_VIEW)
     if len(recording.graph.nodes) <= biglayout.LARGE_GRAPH_NODES:
         views.append("modules")
     return views
 
 
-def view_options(view: str) -> dict[str, Any]:
-    """Render options of a stepper view: ``backward``, ``combined``, ``modules`` or
-    ``collapsed-D`` (modules deeper than ``D`` as one box each, in their parents' clusters)."""
+def view_options(view: str, collapse: object = None) -> dict[str, Any]:
+    """Render options of a stepper view: ``backward``, ``combined``, ``modules``,
+    ``collapsed-D`` (modules deeper than ``D`` as one box each, in their parents' clusters)
+    or ``collapsed-auto`` (the modules ``collapse`` names, when a list, else those
+    ``gradviz.render.frontier.auto_frontier`` picks)."""
     if view == "modules":
         return {"view": "backward", "modules": True}
+    if view == AUTO_VIEW:
+        names = tuple(collapse) if isinstance(collapse, list | tuple) else "auto"
+        return {"view": "backward", "modules": True, "collapse": names}
     if view.startswith("collapsed-"):
         return {"view": "backward", "modules": True, "collapse_depth": int(view[10:])}
     return {"view": view}
 
 
-def _boxes(recording: Recording, prefix: str, depths: Sequence[int]) -> dict[str, list[int]]:
+def view_render_options(options: Mapping[str, Any], view: str) -> dict[str, Any]:
+    """A page's or stepper's keywords for one view: its ``collapse=`` chooses the boxes of
+    ``collapsed-auto`` (or the view it opens on) and draws no other view collapsed."""
+    rest = {key: value for key, value in options.items() if key != "collapse"}
+    return {**rest, **view_options(view, options.get("collapse"))}
+
+
+def view_collapse(view: str, collapse: object = None) -> int | str | tuple[str, ...]:
+    """What a collapsed view draws as boxes: its depth, ``"auto"`` or module paths."""
+    chosen = view_options(view, collapse)
+    found: int | str | tuple[str, ...] = chosen.get("collapse", chosen.get("collapse_depth", 0))
+    return found
+
+
+def _boxes(
+    recording: Recording, prefix: str, depths: Sequence[int | str | tuple[str, ...]]
+) -> dict[str, list[int]]:
     """Box id -> the steps at which a node inside it runs (sorted; empty: none runs).
 
-    A module is a box at one depth only (its own), so the boxes of several depths never
-    share an id."""
+    A module's box has one id in every view that draws it, its members the same."""
     ran_at = {step.node_id: step.index for step in recording.steps}
     boxes: dict[str, list[int]] = {}
     for depth in depths:

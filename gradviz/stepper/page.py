@@ -25,6 +25,7 @@ from gradviz.errors import GradvizError, GradvizWarning
 from gradviz.escape import json_text
 from gradviz.model.recording import Recording, summaries_once
 from gradviz.progress import progress
+from gradviz.render.frontier import MAX_THINGS, collapse_spec
 from gradviz.render.pagesvg import page_svg
 from gradviz.render.theme import DARK, DEFAULT, Theme
 from gradviz.render.watched import collapsed_members
@@ -39,7 +40,13 @@ from gradviz.replay.frames import (
     replay_options,
     start_layouts,
 )
-from gradviz.replay.modules import module_css, module_views, view_options
+from gradviz.replay.modules import (
+    AUTO_VIEW,
+    module_css,
+    module_views,
+    view_collapse,
+    view_render_options,
+)
 from gradviz.replay.styles import step_css
 from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
 
@@ -135,17 +142,41 @@ def chosen_views(recording: Recording, views: Sequence[str] | None) -> tuple[str
     return tuple(v for v in every if v in views)
 
 
-COLLAPSED_DEFAULT_NODES = 150  # above this many nodes the stepper opens on the module view
+COLLAPSED_DEFAULT_NODES = 150  # above this many nodes the stepper opens on a module view
 
 
-def default_view(recording: Recording, views: Sequence[str]) -> str:
-    """The view the stepper opens on: the collapsed module view for big graphs that have
-    module data (a whole model fitted to the stage is unreadable), else the backward view."""
+def default_view(recording: Recording, views: Sequence[str], collapse: object = None) -> str:
+    """The view the stepper opens on: with module data, the collapsed view whose boxes the
+    frontier picks (``collapsed-auto``: some 15 to 60 things, no box holding most of the
+    model) where the whole backward graph is more than a reader takes in at once;
+    ``collapse=`` a depth opens that depth's view, module names the ``collapsed-auto`` view
+    drawn with them. Else the backward view."""
+    collapse = collapse_spec(collapse)
+    if isinstance(collapse, int):
+        wanted = f"collapsed-{collapse}"
+        if wanted not in views:
+            raise GradvizError(
+                f"collapse={collapse}: this recording's collapsed views are "
+                f"{[v for v in views if v.startswith('collapsed-')]}"
+            )
+        return wanted
+    if AUTO_VIEW in views and (collapse is not None or len(recording.graph.nodes) > MAX_THINGS):
+        return AUTO_VIEW
     collapsed = [v for v in views if v.startswith("collapsed-")]
     if collapsed and len(recording.graph.nodes) > COLLAPSED_DEFAULT_NODES:
         wanted = f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"
         return wanted if wanted in collapsed else collapsed[-1]
     return "backward" if "backward" in views else views[0]
+
+
+def opening_step(recording: Recording, born: dict[str, int]) -> int:
+    """Where the page opens: the first forward frame when it already shows most of the
+    opening view (``born``: when its elements appear), else the seed, where the backward
+    pass starts at the loss (a first forward op alone on an empty stage tells nothing)."""
+    first = first_step(recording)
+    if first < 0 and born and sum(at <= first for at in born.values()) * 2 >= len(born):
+        return first
+    return 0
 
 
 def layout_view(
@@ -154,8 +185,9 @@ def layout_view(
     """One view laid out (cached on the recording), its ``<svg>`` styled at step ``index``,
     and when each element appears during the forward frames (``replay_born``)."""
     options.pop("view", None)
-    with start_layouts(recording, [{**options, **view_options(view)}]):  # its DOT written once
-        template, _ = replay_layout(recording, **{**options, **view_options(view)})
+    drawn = view_render_options(options, view)
+    with start_layouts(recording, [drawn]):  # its DOT written once
+        template, _ = replay_layout(recording, **drawn)
         born = replay_born(recording, [view], **options).get(view, {})
     with_born = {**schedule, "born": {view: born}} if born else schedule
     return page_svg(template.render(classes_at(with_born, index, view))), born
@@ -182,16 +214,17 @@ def stepper_payload(
     (``gradviz.replay.frames``), and ``data`` says where they start.
     """
     options.pop("view", None)
+    collapse = collapse_spec(options.pop("collapse", None))
     chosen = chosen_views(recording, views)
     # one batch: a view's DOT written to weigh it (_default_views) is laid out as it is;
     # each kept gradient summarized once for all the page's texts
     with summaries_once(), start_layouts(recording, []):
         if views is None and not lazy:
             chosen = _default_views(recording, chosen, options)
-        opening = default_view(recording, chosen)
+        opening = default_view(recording, chosen, collapse)
         index = len(recording.steps) if step is None else step
         extra = [v for v in chosen if v not in VIEWS]
-        depths = [int(v.split("-")[1]) for v in extra if v.startswith("collapsed-")]
+        depths = [view_collapse(v, collapse) for v in extra if v.startswith("collapsed-")]
         render_options = replay_options(recording, **options)
         theme: Theme = render_options.theme
         prefix = render_options.prefix or recording.graph.prefix
@@ -199,19 +232,29 @@ def stepper_payload(
         svgs: dict[str, str] = {}
         laid = [opening] if lazy else [opening, *(v for v in chosen if v != opening)]
         # every view's Graphviz run starts now; the steps' data is written while they run
-        with start_layouts(recording, [{**options, **view_options(v)} for v in laid]) as ready:
-            data = replay_data(recording, prefix, None, depths, explain=explain is not False)
+        drawn = [view_render_options({**options, "collapse": collapse}, v) for v in laid]
+        with start_layouts(recording, drawn) as ready:
+            data = replay_data(
+                recording,
+                prefix,
+                None,
+                depths,
+                explain=explain is not False,
+                fold=render_options.fold,
+            )
             in_turn = [laid[position] for position in ready]  # each view once it is laid out
             for view in progress(in_turn, "gradviz: laying out views", len(recording.graph.nodes)):
                 schedule = data["schedule"]
-                svgs[view], born[view] = layout_view(recording, view, schedule, index, **options)
+                svgs[view], born[view] = layout_view(
+                    recording, view, schedule, index, collapse=collapse, **options
+                )
     svgs = {view: svgs[view] for view in laid}  # the page's order, whatever the finishing one
     born = {view: born[view] for view in laid if born[view]}
     if born:
         data["schedule"]["born"] = born
     data["views"] = list(chosen)
     if extra:
-        data["modules"] = _module_data(recording, prefix, extra)
+        data["modules"] = _module_data(recording, prefix, extra, opening, collapse)
         _name_modules(recording, data["steps"])
         data["nav"] = _navigation(recording)
     data["search"] = _search_items(recording)
@@ -238,6 +281,7 @@ def stepper_payload(
         "step": index,
         "view": opening,
         "prefix": prefix,
+        "start": opening_step(recording, born.get(opening, {})),
     }
 
 
@@ -297,30 +341,39 @@ def _search_items(recording: Recording) -> list[list[str]]:
 DEFAULT_COLLAPSE_DEPTH = 1  # the module view the depth control opens on, when shipped
 
 
-def _module_data(recording: Recording, prefix: str, views: list[str]) -> dict[str, Any]:
+def _module_data(
+    recording: Recording, prefix: str, views: list[str], opening: str, collapse: object = None
+) -> dict[str, Any]:
     """What the front end needs to expand a collapsed module: for each collapsed view, each
-    box's module and the view it opens in (the next depth, then ``modules``), where the
-    module is the cluster ``<prefix>_b_m<index>``."""
+    box's module and the view it opens in (where the module is the cluster
+    ``<prefix>_b_m<index>``: the next depth's view, then ``modules``)."""
     forward = recording.graph.forward
     assert forward is not None
     collapsed = [v for v in views if v.startswith("collapsed-")]
+    clusters = [v for v in views if v == "modules"]
     opens: dict[str, dict[str, dict[str, str]]] = {}
     for position, view in enumerate(collapsed):
-        later = [*collapsed[position + 1 :], *[v for v in views if v == "modules"]]
-        target = later[0] if later else "backward"
-        depth = int(view.split("-")[1])
-        opens[view] = {
-            f"{prefix}_bm{module}": {
+        later = [*collapsed[position + 1 :], *clusters]
+        boxes = collapsed_members(recording.graph, view_collapse(view, collapse))
+        opens[view] = {}
+        for module in boxes:
+            if view == AUTO_VIEW:  # boxes at mixed depths: the view one deeper than each
+                deeper = f"collapsed-{len(forward.module_chain(module))}"
+                target = deeper if deeper in collapsed else (clusters or ["backward"])[0]
+            else:
+                target = later[0] if later else "backward"
+            opens[view][f"{prefix}_bm{module}"] = {
                 "module": forward.modules[module].label,
                 "opens": target,
                 "cluster": f"{prefix}_b_m{module}",
             }
-            for module in collapsed_members(recording.graph, depth)
-        }
-    wanted = f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"
+    default = None  # the collapsed view the view menu opens: the opening one, else auto
+    for wanted in (opening, AUTO_VIEW, f"collapsed-{DEFAULT_COLLAPSE_DEPTH}"):
+        if default is None and wanted in collapsed:
+            default = wanted
     return {
         "collapsed": collapsed,
-        "default": wanted if wanted in collapsed else (collapsed[-1] if collapsed else None),
+        "default": default or (collapsed[-1] if collapsed else None),
         "opens": opens,
     }
 
@@ -568,7 +621,7 @@ def _packed_with_and_without(
 def _page_state(recording: Recording, payload: dict[str, Any]) -> dict[str, Any]:
     """What the page's data script holds (its data last: ``_packed_with_and_without``)."""
     state = {key: payload[key] for key in ("svgs", "css", "view")}
-    state["step"] = first_step(recording)  # the first forward op under watch(), else the seed
+    state["step"] = payload["start"]  # the seed, or the first forward op (opening_step)
     state["data"] = _page_data(payload["data"], payload["svgs"])
     return state
 

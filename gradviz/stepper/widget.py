@@ -40,7 +40,7 @@ from gradviz.replay.frames import (
     step_svg,
     steps_text,
 )
-from gradviz.replay.modules import view_options
+from gradviz.replay.modules import view_render_options
 from gradviz.replay.optstep import optimizer_data
 from gradviz.stepper.page import (
     asset_text,
@@ -89,8 +89,9 @@ class Stepper(anywidget.AnyWidget):
         explain: bool | None = None,
         **options: Unpack[StyleKeywords],
     ) -> None:
-        """``view``: the view to open on (default: the collapsed module view above
-        ``COLLAPSED_DEFAULT_NODES`` nodes, else ``backward``); ``views`` leaves views out;
+        """``view``: the view to open on (default: ``page.default_view``, the module boxes
+        ``collapsed-auto`` picks for a big watched model, else ``backward``; ``collapse=`` a
+        depth or module paths chooses other boxes); ``views`` leaves views out;
         ``explain``: the Memory and Health toggles (default: graphs of up to 150 nodes).
         Only the opening view is laid out now: the browser asks for another one the first
         time it is chosen (``view`` set from Python does the same)."""
@@ -111,7 +112,7 @@ class Stepper(anywidget.AnyWidget):
         if step is not None:
             step = _step_number(step, "Stepper(step=)")
         chosen = chosen_views(recording, views)
-        opening = view or default_view(recording, chosen)
+        opening = view or default_view(recording, chosen, options.get("collapse"))
         if opening not in chosen:
             raise InvalidArgument(f"view={opening!r}: this stepper has the views {list(chosen)}")
         payload = stepper_payload(recording, views=chosen, lazy=True, explain=explain, **options)
@@ -201,7 +202,7 @@ class Stepper(anywidget.AnyWidget):
     def svg(self) -> str:
         """The current step in the current view as a standalone SVG (what the Download
         button saves); module views (``collapsed-1``, ``modules``) draw as in the browser."""
-        return step_svg(self.recording, self.step, **{**self._options, **view_options(self.view)})
+        return step_svg(self.recording, self.step, **view_render_options(self._options, self.view))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view, plus a static final step for places where widgets do not run.
