@@ -20,7 +20,7 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 help:
 	@echo "make demo   set up (package + torch only), then render the built-in lessons into $(OUT)/"
-	@echo "make test   set up (+ test/lint tools, chromium), then ruff, mypy --strict and pytest"
+	@echo "make test   set up (+ test/lint/docs tools, chromium), then ruff, mypy --strict, make docs and pytest"
 	@echo "make lab    set up (+ JupyterLab), then open JupyterLab on notebooks/"
 	@echo "make assets regenerate the example diagrams in assets/"
 	@echo "make bench  set up, install torchviz/torchlens, compare speed and memory ($(OUT)/bench.json)"
@@ -65,8 +65,8 @@ demo: setup
 
 lint: setup-dev
 	@echo "==> ruff"
-	$(BIN)/ruff check gradviz tests
-	$(BIN)/ruff format --check gradviz tests
+	$(BIN)/ruff check gradviz tests docs
+	$(BIN)/ruff format --check gradviz tests docs
 
 typecheck: setup-dev
 	@echo "==> mypy --strict gradviz"
@@ -79,7 +79,7 @@ pytest: setup-dev system-browser
 # The site is built strictly: a broken link, page or API reference fails the build.
 docs: setup-dev
 	@echo "==> mkdocs build --strict into $(OUT)/site"
-	$(BIN)/mkdocs build --strict --site-dir $(OUT)/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(OUT)/site
 
 test: lint typecheck docs pytest
 
