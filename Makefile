@@ -65,8 +65,8 @@ demo: setup
 
 lint: setup-dev
 	@echo "==> ruff"
-	$(BIN)/ruff check gradviz tests docs
-	$(BIN)/ruff format --check gradviz tests docs
+	$(BIN)/ruff check gradviz tests $(wildcard docs/*.py)
+	$(BIN)/ruff format --check gradviz tests $(wildcard docs/*.py)
 
 typecheck: setup-dev
 	@echo "==> mypy --strict gradviz"

@@ -186,3 +186,13 @@ def test_each_guarantee_names_test_files_that_exist() -> None:
         assert named, f"the guarantee {title!r} names no test"
         for path in named:
             assert (ROOT / path).is_file(), f"{title!r} names {path}, which does not exist"
+
+
+def test_the_readme_links_to_files_that_exist() -> None:
+    """The README is read on its own (the site's strict build checks the site's links)."""
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if "://" not in t]
+    assert "docs/images/stepper.png" in local and "docs/reference.md" in local
+    missing = [t for t in local if not (ROOT / t).is_file()]
+    assert not missing, missing
