@@ -2,8 +2,9 @@
 # .venv (quick when nothing changed) with what that target needs and nothing more:
 #   make demo  the package and torch only (Graphviz is embedded: no system program)
 #   make lab   + the notebook extra (JupyterLab, anywidget)
-#   make test  + the notebook extra, the test and lint tools, and Debian's chromium
+#   make test  + the notebook extra, the test, lint and docs tools, and Debian's chromium
 #              (the only system package, for the browser tests)
+#   make docs  the documentation site into out/site (mkdocs --strict: a broken link fails)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -15,14 +16,16 @@ SYSTEM_PACKAGES := .ci/ensure-system-packages
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: help setup setup-lab setup-dev system-browser demo test lint typecheck pytest lab bench \
-	assets clean FORCE
+	assets docs test-torch clean FORCE
 
 help:
 	@echo "make demo   set up (package + torch only), then render the built-in lessons into $(OUT)/"
-	@echo "make test   set up (+ test/lint tools, chromium), then ruff, mypy --strict and pytest"
+	@echo "make test   set up (+ test/lint/docs tools, chromium), then ruff, mypy --strict, make docs and pytest"
 	@echo "make lab    set up (+ JupyterLab), then open JupyterLab on notebooks/"
 	@echo "make assets regenerate the example diagrams in assets/"
 	@echo "make bench  set up, install torchviz/torchlens, compare speed and memory ($(OUT)/bench.json)"
+	@echo "make docs   build the documentation site into $(OUT)/site (strict: broken links fail)"
+	@echo "make test-torch TORCH_SPEC='torch==X.Y.Z'  the tests with another torch, in $(TORCH_VENV)"
 
 # The venv is rebuilt when pyproject.toml, this Makefile or TORCH_SPEC change.
 $(VENV)/.torch-spec: FORCE
@@ -44,7 +47,7 @@ $(VENV)/.installed-lab: $(VENV)/.installed
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) -e ".[notebook]" --group test --group lint
+	$(PIP) -e ".[notebook]" --group test --group lint --group docs
 	@touch $@
 	@echo "==> $(VENV) is ready for the tests"
 
@@ -62,8 +65,8 @@ demo: setup
 
 lint: setup-dev
 	@echo "==> ruff"
-	$(BIN)/ruff check gradviz tests
-	$(BIN)/ruff format --check gradviz tests
+	$(BIN)/ruff check gradviz tests $(wildcard docs/*.py)
+	$(BIN)/ruff format --check gradviz tests $(wildcard docs/*.py)
 
 typecheck: setup-dev
 	@echo "==> mypy --strict gradviz"
@@ -73,7 +76,21 @@ pytest: setup-dev system-browser
 	@echo "==> pytest"
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# The site is built strictly: a broken link, page or API reference fails the build.
+docs: setup-dev
+	@echo "==> mkdocs build --strict into $(OUT)/site"
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(OUT)/site
+
+test: lint typecheck docs pytest
+
+# The torch range in pyproject.toml is the range tested: this runs the test suite with
+# another torch in a venv of its own (made, like .venv, with the package and its tools).
+TORCH_VENV ?= $(OUT)/venv-torch
+
+test-torch:
+	@test "$(origin TORCH_SPEC)" = "command line" -o "$(origin TORCH_SPEC)" = "environment" \
+		|| { echo "make test-torch needs a TORCH_SPEC, e.g. make test-torch TORCH_SPEC='torch==2.13.0'"; exit 2; }
+	$(MAKE) pytest VENV=$(TORCH_VENV) TORCH_SPEC='$(TORCH_SPEC)'
 
 # JupyterLab refuses to start as root without --allow-root (containers, CI machines).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)

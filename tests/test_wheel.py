@@ -1,5 +1,6 @@
 """The wheel is the whole install: built by ``python -m build``, installed into a bare venv
-with no Graphviz program on PATH, it renders SVG, PNG and PDF and writes a replay page."""
+with no Graphviz program on PATH, it renders SVG, PNG and PDF and writes a replay page. Its
+metadata tells the truth: the version is ``gradviz.__version__``, the license file ships."""
 
 from __future__ import annotations
 
@@ -11,15 +12,19 @@ from pathlib import Path
 
 import pytest
 
+import gradviz
+
 ROOT = Path(__file__).resolve().parents[1]
 
 USE_IT = r"""
 import sys
+from importlib.metadata import version
 from pathlib import Path
 import gradviz
 from gradviz.teaching.lessons import lesson
 
 assert "/site-packages/" in gradviz.__file__.replace("\\", "/"), gradviz.__file__
+assert version("torch-gradviz") == gradviz.__version__, version("torch-gradviz")
 out = Path(sys.argv[1])
 built = lesson("ten-ops").build()
 graph = gradviz.trace(*built.roots, names=built.names)
@@ -50,6 +55,16 @@ def test_the_wheel_renders_everything_in_a_bare_venv_without_dot(tmp_path: Path)
     for asset in ("stepper.js", "stepper.css", "themes.json"):
         assert f"gradviz/assets/{asset}" in names
     assert "gradviz/py.typed" in names
+    # the version written once, in gradviz/__init__.py; the license the metadata names
+    assert wheel.name.startswith(f"torch_gradviz-{gradviz.__version__}-"), wheel.name
+    info = f"torch_gradviz-{gradviz.__version__}.dist-info"
+    assert f"{info}/licenses/LICENSE" in names
+    metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    assert f"\nVersion: {gradviz.__version__}\n" in metadata
+    assert "\nLicense-Expression: MIT\n" in metadata
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    for needed in ("torch>=2.13", "typing-extensions>=4.10"):
+        assert any(needed in line.replace("_", "-") for line in requires), (needed, requires)
 
     # nothing of this checkout may be seen: PYTHONPATH would show pip the build's egg-info
     # as an installed torch-gradviz, and gradviz itself to the script
