@@ -55,6 +55,8 @@ def _appears(recording: Recording, node_id: str) -> int:
     assert [node_id in f.nodes for f in frames].count(True) == 1
     panels = describe_forwards(recording)
     assert node_id in panels[first]["nodes"]
+    said = f"{recording.graph.node(node_id).type_name} recorded: its forward returned"
+    assert said in panels[first]["narration"] == frames[first].narration
     return first + 1
 
 

@@ -3,6 +3,7 @@ words (steps ``-F`` .. ``-1`` of a replay; see ``gradviz.replay.frames``)."""
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -91,8 +92,8 @@ def _place_unlinked(
     ]
     earliest: dict[str, int] = {}
     for node in pending:
-        first = next((i for i, start in enumerate(starts) if start > node.sequence_nr), None)
-        if first is None:
+        first = bisect.bisect_right(starts, node.sequence_nr)  # numbers only grow
+        if first == len(starts):
             earliest[node.id] = -1  # after the last op
         elif forward.ops[first].index in op_time:
             earliest[node.id] = op_time[forward.ops[first].index]
@@ -158,7 +159,7 @@ def _forward_frame(recording: Recording, index: int) -> ForwardFrame:
         outputs=_op_outputs(op),
         nodes=nodes,
         visible_nodes=visible,
-        narration=forward_narration(recording, op),
+        narration=forward_narration(recording, op) + _appeared(recording, nodes),
     )
 
 
@@ -234,6 +235,17 @@ def forward_narration(
     return f"{where}: {_op_effect(recording, op)}"
 
 
+def _appeared(recording: Recording, nodes: tuple[str, ...]) -> str:
+    """'; TwiceBackward recorded: ...' for the nodes of a frame that no op made (a custom
+    Function's, whose forward ended with this op); "" when there are none."""
+    forward = _forward(recording)
+    others = [recording.graph.node(n).type_name for n in nodes if n not in forward.node_ops]
+    if not others:
+        return ""
+    names = " and ".join(dict.fromkeys(others))
+    return f"; {names} recorded: its forward returned this op's output"
+
+
 def _ops_per_line(recording: Recording) -> Counter[tuple[str, int]]:
     return Counter((o.line.filename, o.line.lineno) for o in recording.forward_ops if o.line)
 
@@ -262,7 +274,8 @@ def describe_forwards(recording: Recording) -> list[dict[str, Any]]:
             index,
             op,
             tuple(made.get(index - count - 1, ())),
-            forward_narration(recording, op, lines),
+            forward_narration(recording, op, lines)
+            + _appeared(recording, tuple(made.get(index - count - 1, ()))),
         )
         for index, op in enumerate(forward.replayed, 1)
     ]
