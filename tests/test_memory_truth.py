@@ -98,6 +98,7 @@ def test_a_sparse_grad_counts_what_it_stores() -> None:
     )
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 @pytest.mark.parametrize(
     "layout", ["coo", "csr", "csc", "bsr", "bsc"], ids=lambda name: f"sparse_{name}"
 )

@@ -12,24 +12,24 @@ the loop) is measured once on a probe read the same way.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Container, Sequence
 
 import torch
 
+from gradviz.capture._autograd import read_saved
+
 __all__ = ["held_outside"]
 
-_Reader = Callable[[object], tuple[list[tuple[str, object]], bool, bool, bool]]
-
-_BASELINE: dict[object, tuple[int, int]] = {}  # reader -> (plain, view) references
+_BASELINE: list[tuple[int, int]] = []  # (plain, view): references of a graph-only tensor
 
 
 def held_outside(
-    values: Sequence[tuple[str, object]], read: _Reader, known: Container[int] = ()
+    values: Sequence[tuple[str, object]], known: Container[int] = ()
 ) -> list[torch.Tensor]:
-    """The tensors of ``values`` (as ``read`` returned them for one node) without a
+    """The tensors of ``values`` (as ``read_saved`` returned them for one node) without a
     ``grad_fn`` that something besides the graph holds (for a view: its base). ``known``:
     ids of tensors gradviz itself keeps one reference to."""
-    plain, view = _baseline(read)
+    plain, view = _baseline()
     held = []
     for index, is_view, count in _references(values):
         tensor = values[index][1]
@@ -60,22 +60,21 @@ def _references(values: Sequence[tuple[str, object]]) -> list[tuple[int, bool, i
     return found
 
 
-def _baseline(read: _Reader) -> tuple[int, int]:
-    """The references a tensor held by the graph alone has when read with ``read``."""
-    found = _BASELINE.get(read)
-    if found is None:
-        found = _BASELINE[read] = (_probe(read, view=False), _probe(read, view=True))
-    return found
+def _baseline() -> tuple[int, int]:
+    """The references a tensor held by the graph alone has when read with ``read_saved``."""
+    if not _BASELINE:
+        _BASELINE.append((_probe(view=False), _probe(view=True)))
+    return _BASELINE[0]
 
 
-def _probe(read: _Reader, view: bool) -> int:
-    """A ``MulBackward0`` saving a temporary (or a view of one), read with ``read``; if
-    that cannot be done here, no count (nothing is taken for held)."""
+def _probe(view: bool) -> int:
+    """A ``MulBackward0`` saving a temporary (or a view of one), read as the trace reads
+    nodes; if that cannot be done here, no count (nothing is taken for held)."""
     try:
         with torch.inference_mode(False), torch.enable_grad():
             weight = torch.ones(2, requires_grad=True)
             node = (weight * (torch.ones(4)[:2] if view else torch.ones(2))).grad_fn
-        values, *_ = read(node)
+        values, *_ = read_saved(node)
         counts = [c for index, _, c in _references(values) if values[index][1] is not weight]
         del values, node, weight
         return counts[0]

@@ -510,7 +510,7 @@ class _SavedReader:
             torch_node = node.torch_node
             values, freed, in_checkpoint, reentrant = _autograd.read_saved(torch_node)
             storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
-            for tensor in held_outside(values, _autograd.read_saved, self.saved_summaries):
+            for tensor in held_outside(values, self.saved_summaries):
                 self.held.add(_storage_of(tensor)[0])
             if in_checkpoint:  # it holds its segment's inputs
                 self.checkpointed.add(node.id)
