@@ -5,13 +5,14 @@ Each backward node keeps the tensors its formula needs (``_saved_self``, ``_save
 counted once). Without ``retain_graph=True`` the engine releases a node's saved tensors
 right after the node ran, so a storage leaves the graph once the last node that saved it
 has run; that is also why a second ``backward()`` fails: the values are gone. A storage a
-leaf owns (a weight) is released by the graph but stays alive with the leaf.
+leaf owns (a weight, an input batch the user's code still holds) is released by the graph
+but stays alive with the leaf.
 
 Besides the saved tensors, the total counts the gradients in flight (sent by a node, not
 yet consumed by the node they go to) and the leaves' ``.grad``; their bytes come from the
-recorded values' shape and dtype, so they are an estimate of what the engine holds (it may
-sum several incoming gradients into one buffer), while the saved bytes are read from the
-storages themselves.
+recorded values' shape and dtype (a sparse one's from the indices and values it stores),
+so they are an estimate of what the engine holds (it may sum several incoming gradients
+into one buffer), while the saved bytes are read from the storages themselves.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from gradviz.model.recording import GradValue, Recording
-from gradviz.model.summarize import dtype_name
+from gradviz.model.summarize import dtype_name, sparse_nbytes
 
 __all__ = ["REENTRANT_NODE", "MemoryStep", "MemoryTimeline", "format_bytes", "saved_memory"]
 
@@ -46,10 +47,16 @@ def format_bytes(count: int) -> str:
 
 
 def _grad_bytes(value: GradValue | None) -> int:
+    """A gradient's bytes: numel times the dtype's size, or what a sparse one stores."""
     if value is None:
         return 0
     if isinstance(value, torch.Tensor):  # what its summary would say, without reading it
+        stored = None if value.layout == torch.strided else sparse_nbytes(value)
+        if stored is not None:
+            return stored
         return value.numel() * _ITEMSIZE.get(dtype_name(value.dtype), 4)
+    if value.nbytes is not None:
+        return value.nbytes
     return value.numel * _ITEMSIZE.get(value.dtype, 4)
 
 

@@ -12,6 +12,7 @@ import torch
 
 from gradviz.capture import _autograd
 from gradviz.capture._own_ops import own_ops
+from gradviz.capture.held import held_outside
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import (
@@ -471,18 +472,21 @@ class _SavedReader:
         # node id -> ((device, data pointer), bytes) of each saved tensor's storage
         self.saved_raw: dict[str, list[tuple[tuple[int, int], int]]] = {}
         self.checkpointed: set[str] = set()  # node ids run inside torch.utils.checkpoint
+        # storages of saved tensors the user's code still holds (an input batch)
+        self.held: set[tuple[int, int]] = set()
         # (name, dtype, shape) or (name, repr) -> the frozen SavedValue they make
         self.shared: dict[object, SavedValue] = {}
 
     def storages(self, nodes: list[Node]) -> SavedStorages:
         """Each node's saved storages, deduplicated: a tensor saved by two nodes (an
         activation read by the next layer's backward too) is one key; a storage a leaf
-        owns (a weight) is flagged, as freeing the graph does not free it. Also the nodes
+        owns (a weight, an input batch the user's code still holds) is flagged, as
+        freeing the graph does not free it. Also the nodes
         that ran inside a checkpoint (they hold their segment's inputs instead)."""
         for node in nodes:
             if isinstance(node, LiveNode):
                 node.settle()  # reads the node's saved values (and storages) if not yet
-        leaf_storages = set()
+        leaf_storages = set(self.held)
         for node in nodes:
             if node.leaf_tensor is not None:
                 leaf_storages.add(_storage_of(node.leaf_tensor)[0])
@@ -506,6 +510,8 @@ class _SavedReader:
             torch_node = node.torch_node
             values, freed, in_checkpoint, reentrant = _autograd.read_saved(torch_node)
             storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
+            for tensor in held_outside(values, self.saved_summaries):
+                self.held.add(_storage_of(tensor)[0])
             if in_checkpoint:  # it holds its segment's inputs
                 self.checkpointed.add(node.id)
                 inputs = _autograd.checkpoint_inputs(torch_node)

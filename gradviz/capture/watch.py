@@ -553,8 +553,10 @@ class Watch:
             del frame
 
     def _parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """Parameters by module path; a path that would read like a number or a bare
-        ``weight`` (``2.bias``) is qualified by the module's variable: ``model.2.bias``."""
+        """Parameters and buffers by module path (``encoder.0.weight``, and ``class_token``
+        for one a model registers on itself). A path that would read like a number
+        (``2.bias``), or the bare ``weight`` of a single layer watched alone, is qualified by
+        the module's variable: ``model.2.bias``, ``layer.weight``."""
         roots: list[torch.nn.Module] = []
         if self.model is not None:
             roots = [self.model]
@@ -565,14 +567,16 @@ class Watch:
                     roots.append(module)
         for module in roots:
             owner = self._module_names.get(id(module)) or type(module).__name__
-            for path, tensor in module.named_parameters():
+            single = next(module.children(), None) is None  # a layer: its own "weight"
+            for path, tensor in _named_tensors(module):
                 head = path.split(".", 1)[0]
-                yield (f"{owner}.{path}" if head.isdigit() or "." not in path else path), tensor
+                qualify = head.isdigit() or (single and "." not in path)
+                yield (f"{owner}.{path}" if qualify else path), tensor
         if self.model is None:  # layers the code used without calling them: layer.bias
             for name, ref in self._local_modules:
                 held = ref()
                 if held is not None and all(held is not root for root in roots):
-                    for path, tensor in held.named_parameters():
+                    for path, tensor in _named_tensors(held):
                         if self._registry.find(tensor) is not None:  # only what ran
                             yield f"{name}.{path}", tensor
 
@@ -666,6 +670,12 @@ class Watch:
             raise
         self._link(recording.graph, names)
         return recording
+
+
+def _named_tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """The module's parameters, then its buffers, by path."""
+    yield from module.named_parameters()
+    yield from module.named_buffers()
 
 
 def watch_that_saw(tensor: torch.Tensor) -> Watch | None:

@@ -13,6 +13,7 @@ are summed by torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -28,7 +29,14 @@ except (ImportError, RuntimeError):  # pragma: no cover - depends on the environ
 from gradviz.model.lowmem import chunked_stats, expanded_base
 from gradviz.model.values import Scalar, Summary
 
-__all__ = ["SMALL_NUMEL", "covers", "dtype_name", "summarize", "summarize_view"]
+__all__ = [
+    "SMALL_NUMEL",
+    "covers",
+    "dtype_name",
+    "sparse_nbytes",
+    "summarize",
+    "summarize_view",
+]
 
 SMALL_NUMEL = 16  # tensors up to this size keep every value
 PREVIEW = 6  # bigger tensors keep this many leading values
@@ -81,7 +89,8 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     if data.is_meta:
         return Summary(shape, dtype, numel, (), False, available=False)
     if data.layout != torch.strided:
-        return _sparse_summary(data, small_numel, shape, dtype, numel)
+        sparse = _sparse_summary(data, small_numel, shape, dtype, numel)
+        return dataclasses.replace(sparse, nbytes=sparse_nbytes(data))
     if numel <= small_numel:
         if numel == 0:
             return Summary(shape, dtype, numel, (), True)
@@ -297,6 +306,32 @@ def _expanded_summary(
         inner.inf,
         inner.available,
     )
+
+
+def sparse_nbytes(tensor: torch.Tensor) -> int | None:
+    """The bytes a sparse tensor stores: the storages of its indices and values (COO; CSR,
+    CSC, BSR, BSC: compressed and plain indices); None for a strided tensor or a layout
+    without them."""
+
+    def size(*parts: torch.Tensor) -> int:
+        storages: dict[object, int] = {}
+        for index, part in enumerate(parts):
+            storage = part.untyped_storage()
+            pointer = storage.data_ptr()  # 0 without memory (empty, meta): not shared
+            storages[pointer or ("part", index)] = storage.nbytes()
+        return sum(storages.values())
+
+    layout = tensor.layout
+    try:
+        if layout == torch.sparse_coo:
+            return size(tensor._indices(), tensor._values())
+        if layout in (torch.sparse_csr, torch.sparse_bsr):
+            return size(tensor.crow_indices(), tensor.col_indices(), tensor.values())
+        if layout in (torch.sparse_csc, torch.sparse_bsc):
+            return size(tensor.ccol_indices(), tensor.row_indices(), tensor.values())
+    except (RuntimeError, NotImplementedError):  # pragma: no cover - a tensor subclass
+        return None
+    return None
 
 
 def _sparse_summary(

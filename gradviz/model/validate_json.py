@@ -156,7 +156,7 @@ def _summary(value: Any, where: str) -> None:
         value,
         where,
         ("shape", "dtype", "numel", "values", "complete"),
-        ("min", "max", "mean", "norm", "nan", "inf", "available"),
+        ("min", "max", "mean", "norm", "nan", "inf", "available", "nbytes"),
     )
     _list(value["shape"], f"{where}.shape", _COUNT)
     _text(value["dtype"], f"{where}.dtype")
@@ -168,6 +168,8 @@ def _summary(value: Any, where: str) -> None:
     for key in ("nan", "inf", "available"):
         if key in value:
             _flag(value[key], f"{where}.{key}")
+    if "nbytes" in value:
+        _COUNT(value["nbytes"], f"{where}.nbytes")
 
 
 def _saved(value: Any, where: str) -> None:

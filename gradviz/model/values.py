@@ -68,6 +68,8 @@ class Summary:
     nan: bool = False  # some value is NaN
     inf: bool = False  # some value is +-Inf
     available: bool = True  # False: the values cannot be read (a meta tensor)
+    # bytes a sparse tensor stores (its indices and values); None for a dense one
+    nbytes: int | None = None
 
     @property
     def finite(self) -> bool | None:
@@ -123,6 +125,7 @@ class Summary:
             "nan": self.nan,
             "inf": self.inf,
             "available": self.available,
+            **({} if self.nbytes is None else {"nbytes": self.nbytes}),
         }
 
     @classmethod
@@ -140,4 +143,5 @@ class Summary:
             nan=data.get("nan", False),
             inf=data.get("inf", False),
             available=data.get("available", True),
+            nbytes=data.get("nbytes"),
         )

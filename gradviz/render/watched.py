@@ -476,6 +476,10 @@ class _Writer(_LinkWriter):
 
     # -- the backward side --------------------------------------------------------------------
     def _backward_side(self) -> None:
+        for node in self.graph.nodes:  # first: a root's link goes to the box holding its node
+            _, box = self._group(self.data.node_modules.get(node.id))
+            if box is not None:
+                self.node_group[node.id] = f"bm{box}"
         if not self.show_forward:
             self._roots()
         collapsed_seen: set[int] = set()

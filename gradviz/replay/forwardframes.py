@@ -3,6 +3,7 @@ words (steps ``-F`` .. ``-1`` of a replay; see ``gradviz.replay.frames``)."""
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,9 @@ class ForwardFrame:
     step: int  # the stepper's step: index - F - 1, negative, before the seed at 0
     op: FOp
     outputs: tuple[str, ...]  # forward tensor ids the op made or changed in place
-    nodes: tuple[str, ...]  # backward nodes the op created (recording.forward_op(n) is op)
+    # backward nodes that appear with the op: those it created (recording.forward_op(n) is
+    # op), and a custom Function's node when the op made that Function's output
+    nodes: tuple[str, ...]
     visible_nodes: tuple[str, ...]  # backward nodes created so far (this op included)
     narration: str
 
@@ -55,7 +58,66 @@ def _op_times(recording: Recording) -> tuple[dict[int, int], dict[str, int]]:
     node_time = {
         node_id: op_time[index] for node_id, index in forward.node_ops.items() if index in op_time
     }
+    _place_unlinked(recording, forward, op_time, node_time)
     return op_time, node_time
+
+
+def _place_unlinked(
+    recording: Recording, forward: Forward, op_time: dict[int, int], node_time: dict[str, int]
+) -> None:
+    """Give a step to each node no op made (a custom ``autograd.Function``'s, the one
+    ``torch.utils.checkpoint(use_reentrant=True)`` leaves): the moment its output appeared.
+
+    Its sequence number is taken as ``apply`` starts, before its forward's ops run (under
+    no_grad: they allocate none), so it exists once the first op that started after that
+    number has run; its output is that of the last op of its forward: the op that made its
+    output tensor when the trace linked one, else the op just before the first op that used
+    the output (the node's consumers), never earlier than that first op.
+    """
+    graph = recording.graph
+    starts = [op.seq_start for op in forward.ops]
+    made_by = {
+        record.node_id: forward.tensor(linked).created_by
+        for record in graph.tensors
+        if record.node_id is not None
+        and (linked := forward.tensor_links.get(record.id)) is not None
+    }
+    pending = [
+        node
+        for node in graph.nodes
+        if node.id not in node_time
+        and node.id not in forward.node_ops
+        and not node.is_accumulate_grad
+        and node.sequence_nr >= 0
+    ]
+    earliest: dict[str, int] = {}
+    for node in pending:
+        first = bisect.bisect_right(starts, node.sequence_nr)  # numbers only grow
+        if first == len(starts):
+            earliest[node.id] = -1  # after the last op
+        elif forward.ops[first].index in op_time:
+            earliest[node.id] = op_time[forward.ops[first].index]
+        # else: made in an earlier pass than the replayed one: there from the start
+
+    def place(node_id: str, busy: set[str]) -> int | None:
+        if node_id in node_time:
+            return node_time[node_id]
+        low = earliest.get(node_id)
+        if low is None or node_id in busy:
+            return None
+        busy.add(node_id)
+        made = made_by.get(node_id)
+        if made is not None and op_time.get(made, low - 1) >= low:
+            time = op_time[made]
+        else:
+            used = [place(edge.src, busy) for edge in graph.in_edges(node_id)]
+            known = [t for t in used if t is not None]
+            time = max(low, min(known) - 1) if known else -1
+        node_time[node_id] = time
+        return time
+
+    for node in pending:
+        place(node.id, set())
 
 
 def _op_outputs(op: FOp) -> tuple[str, ...]:
@@ -97,7 +159,7 @@ def _forward_frame(recording: Recording, index: int) -> ForwardFrame:
         outputs=_op_outputs(op),
         nodes=nodes,
         visible_nodes=visible,
-        narration=forward_narration(recording, op),
+        narration=forward_narration(recording, op) + _appeared(recording, nodes),
     )
 
 
@@ -173,6 +235,17 @@ def forward_narration(
     return f"{where}: {_op_effect(recording, op)}"
 
 
+def _appeared(recording: Recording, nodes: tuple[str, ...]) -> str:
+    """'; TwiceBackward recorded: ...' for the nodes of a frame that no op made (a custom
+    Function's, whose forward ended with this op); "" when there are none."""
+    forward = _forward(recording)
+    others = [recording.graph.node(n).type_name for n in nodes if n not in forward.node_ops]
+    if not others:
+        return ""
+    names = " and ".join(dict.fromkeys(others))
+    return f"; {names} recorded: its forward returned this op's output"
+
+
 def _ops_per_line(recording: Recording) -> Counter[tuple[str, int]]:
     return Counter((o.line.filename, o.line.lineno) for o in recording.forward_ops if o.line)
 
@@ -201,7 +274,8 @@ def describe_forwards(recording: Recording) -> list[dict[str, Any]]:
             index,
             op,
             tuple(made.get(index - count - 1, ())),
-            forward_narration(recording, op, lines),
+            forward_narration(recording, op, lines)
+            + _appeared(recording, tuple(made.get(index - count - 1, ()))),
         )
         for index, op in enumerate(forward.replayed, 1)
     ]
