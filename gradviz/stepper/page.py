@@ -22,7 +22,7 @@ from typing import Any
 import rjsmin
 
 from gradviz.errors import GradvizError, GradvizWarning
-from gradviz.escape import json_text
+from gradviz.escape import json_for_script, json_text
 from gradviz.model.recording import Recording, summaries_once
 from gradviz.progress import progress
 from gradviz.render.pagesvg import page_svg
@@ -73,20 +73,6 @@ def asset_text(name: str) -> str:
         f"gradviz's front-end file {name!r} is missing (looked in "
         f"{', '.join(str(d) for d in _asset_dirs())}); reinstall torch-gradviz"
     )
-
-
-def json_for_script(value: Any) -> str:
-    """JSON safe inside <script>: no '</script', '<!--' or ']]>' can appear in it."""
-    text = json_text(value, compact=True)
-    for raw, escaped in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(raw, escaped)
-    return text
 
 
 def _dark_remap(light: Theme, dark: Theme) -> str:
