@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
+from gradviz.atomic import atomic_write
 from gradviz.errors import GradvizError
 from gradviz.escape import visible_text
 from gradviz.explain.steps import describe_step
@@ -75,7 +76,8 @@ def save_pdf(recording: Recording, path: Path, **options: Any) -> Path:
     from reportlab.platypus import Paragraph
 
     # invariant: no date or random id inside, so the same replay gives the same bytes
-    pdf = canvas.Canvas(str(path), pagesize=(PAGE_WIDTH, PAGE_HEIGHT), invariant=True)
+    buffer = io.BytesIO()  # drawn in memory, then written whole (``atomic_write``)
+    pdf = canvas.Canvas(buffer, pagesize=(PAGE_WIDTH, PAGE_HEIGHT), invariant=True)
     pdf.setTitle(visible_text(f"gradviz replay: {path.stem}"))
     caption = ParagraphStyle("caption", fontName="Helvetica", fontSize=14, leading=18)
     box_width = PAGE_WIDTH - 2 * MARGIN
@@ -93,7 +95,7 @@ def save_pdf(recording: Recording, path: Path, **options: Any) -> Path:
         text.drawOn(pdf, MARGIN, MARGIN + CAPTION_HEIGHT - min(used, CAPTION_HEIGHT))
         pdf.showPage()
     pdf.save()
-    return path
+    return atomic_write(path, buffer.getvalue())
 
 
 def save_pptx(recording: Recording, path: Path, **options: Any) -> Path:
@@ -132,8 +134,7 @@ def save_pptx(recording: Recording, path: Path, **options: Any) -> Path:
     deck.core_properties.last_printed = fixed
     buffer = io.BytesIO()
     deck.save(buffer)
-    path.write_bytes(_dated(buffer.getvalue()))
-    return path
+    return atomic_write(path, _dated(buffer.getvalue()))
 
 
 def _dated(archive: bytes) -> bytes:
