@@ -41,6 +41,7 @@ from gradviz.replay.frames import (
 )
 from gradviz.replay.modules import module_css, module_views, view_options
 from gradviz.replay.styles import step_css
+from gradviz.stepper.damaged import CHECK_SCRIPT, END_MARKER, started_and_reported
 from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
 
 __all__ = [
@@ -415,13 +416,17 @@ def _script_safe_js(source: str) -> str:
     return source
 
 
-def content_security_policy(script: str) -> str:
-    """The page's policy: nothing from the network, and no script but ``script`` (by its
-    sha256), so markup that slipped into the page could not run even if it got there."""
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+def content_security_policy(script: str, *others: str) -> str:
+    """The page's policy: nothing from the network, and no script but ``script`` and
+    ``others`` (by their sha256), so markup that slipped into the page could not run even if
+    it got there."""
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode('utf-8')).digest()).decode('ascii')}'"
+        for s in (script, *others)
+    )
     return (
         "default-src 'none'; "
-        f"script-src 'sha256-{digest}'; "
+        f"script-src {hashes}; "
         "style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'"
     )
 
@@ -580,7 +585,7 @@ def _page(
     if EXPLAINED & set(payload["data"]):  # the explanations' code only where they have data
         css += compact_css(asset_text("explain.css"))
         js += _script_safe_js(page_js(asset_text("explain.js")))
-    script = f"\n{js}\nmountStandalone();\n"
+    script = f"\n{js}\n{started_and_reported('mountStandalone()')}"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:
         steps = f"{len(recording.forward_ops)} forward ops, then {steps}"
@@ -596,15 +601,17 @@ def _page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
         '<meta http-equiv="Content-Security-Policy" '
-        f'content="{content_security_policy(script)}">\n'
+        f'content="{content_security_policy(script, CHECK_SCRIPT)}">\n'
         f"<title>{html.escape(name)}</title>\n"
         f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
         "</head>\n<body>\n"
         f'<h1 style="font:600 16px sans-serif">{html.escape(name)}</h1>\n'
+        f'<script class="gv-damaged-check">{CHECK_SCRIPT}</script>\n'
         f"<script {attributes}>{text}</script>\n"
         f"<noscript>{fallback}</noscript>\n"
         f'<script type="module">{script}</script>\n'
         f"{after}"
+        f"{END_MARKER}"
         "</body>\n</html>\n"
     )
 
