@@ -4,7 +4,7 @@ Names, labels and type names come from users and may hold anything: markup, DOT 
 control characters, unpaired surrogates, a 10,000-character string. On screen (DOT and
 hence SVG) such text is shortened to ``MAX_LABEL_CHARS`` and every character that XML
 cannot carry or a reader cannot see is replaced by a visible stand-in; the stepper's panel
-receives the whole text as JSON (``gradviz.stepper.page.json_for_script``) and shows it as text.
+receives the whole text as JSON (``json_for_script``) and shows it as text.
 Pure stdlib, like ``render``.
 """
 
@@ -25,6 +25,7 @@ __all__ = [
     "float_from_json",
     "html_text",
     "isolated",
+    "json_for_script",
     "json_text",
     "shorten",
     "shorten_bytes",
@@ -182,6 +183,21 @@ def json_text(value: Any, indent: int | None = None, compact: bool = False) -> s
     if _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+# What the HTML parser would read as markup inside a <script> element ("</script",
+# "<!--" that starts the double-escaped state, "]]>" in foreign content) or JavaScript as a
+# line break, written as JSON escapes: JSON.parse reads the same string back.
+_SCRIPT_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def json_for_script(value: Any) -> str:
+    """JSON to inline in a page's ``<script type="application/json">``: the one escaper of
+    every data block gradviz writes. No ``</script``, ``<!--``, ``-->`` or ``]]>`` can appear
+    in it whatever the names hold; NUL and unpaired surrogates are JSON escapes too."""
+    return json_text(value, compact=True).translate(_SCRIPT_ESCAPES)
 
 
 def utf8(text: str) -> bytes:

@@ -52,7 +52,8 @@ def test_json_for_script_cannot_close_the_script() -> None:
 @pytest.mark.needs_dot
 def test_user_names_cannot_inject_markup(evil_recording: Recording, tmp_path: Path) -> None:
     page = evil_recording.save(tmp_path / "replay.html").read_text(encoding="utf-8")
-    assert page.lower().count("</script") == 2  # the data script and the module, nothing else
+    # the damaged-file check, the data script and the module, nothing else
+    assert page.lower().count("</script") == 3
     assert page.count("<!--") == 0
     assert "<img" not in page.lower()
     # the words stay text: no tag has an onerror attribute (they may sit, escaped, inside a

@@ -242,8 +242,12 @@ def test_page_policy_allows_only_its_own_script() -> None:
     assert "unsafe-eval" not in directives["script-src"]
     assert directives["default-src"] == "'none'"
     module = page.split('<script type="module">', 1)[1].split("</script>", 1)[0]
-    digest = base64.b64encode(hashlib.sha256(module.encode("utf-8")).digest()).decode()
-    assert directives["script-src"] == f"'sha256-{digest}'"
+    check = page.split('<script class="gv-damaged-check">', 1)[1].split("</script>", 1)[0]
+    digests = [
+        base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode()
+        for s in (module, check)
+    ]
+    assert directives["script-src"] == " ".join(f"'sha256-{d}'" for d in digests)
     assert_inert_page(page)
 
 

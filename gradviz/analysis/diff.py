@@ -22,7 +22,8 @@ from typing import Any
 
 import torch
 
-from gradviz.escape import html_text, json_text
+from gradviz.atomic import atomic_write
+from gradviz.escape import html_text, json_for_script, json_text
 from gradviz.model.graph import Edge, Graph, Node
 from gradviz.model.recording import GradValue, Recording, as_summary
 from gradviz.render.export import graph_dot, graph_svg
@@ -274,7 +275,7 @@ class RecordingDiff:
             f"<td>{'same' if c.same else 'differs'}</td></tr>"
             for c in self.changes
         )
-        data = json_text(self.to_dict(), compact=True).replace("</", "<\\/")
+        data = json_for_script(self.to_dict())
         return (
             '<table class="gv-diff-table"><tr><th>node</th><th>id in A</th><th>step in A</th>'
             f"<th>‖B‖/‖A‖</th><th></th></tr>{rows}</table>\n"
@@ -300,9 +301,9 @@ class RecordingDiff:
         )
 
     def save(self, path: str | Path, **options: Any) -> Path:
-        """.html (the page), .svg, .dot or .json (the changes as data)."""
+        """.html (the page), .svg, .dot or .json (the changes as data), written whole or
+        not at all."""
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
         suffix = target.suffix.lower()
         if suffix == ".html":
             text = self.html(**options)
@@ -314,8 +315,7 @@ class RecordingDiff:
             text = json_text(self.to_dict(), indent=1)
         else:
             raise ValueError(f"cannot save {target.name!r}: use .html, .svg, .dot or .json")
-        target.write_text(text, encoding="utf-8")
-        return target
+        return atomic_write(target, text)  # whole or not at all: a full disk keeps the old file
 
     def __str__(self) -> str:
         return self.summary_text()

@@ -21,9 +21,12 @@ def svg_to(svg: bytes, fmt: str, dpi: float | None = None) -> bytes:
         from reportlab.graphics import renderPDF
         from svglib.svglib import svg2rlg
 
+        from gradviz.render.pdffonts import with_fallbacks
+
         drawing = svg2rlg(io.BytesIO(svg))
         if drawing is None:
             raise GradvizError("the SVG could not be converted to PDF (svglib read nothing)")
+        drawing = with_fallbacks(drawing)  # a glyph Helvetica lacks: a font that has it
         pdf: bytes = renderPDF.drawToString(drawing)
         return pdf
     if fmt != "png":

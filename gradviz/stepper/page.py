@@ -22,7 +22,7 @@ from typing import Any
 import rjsmin
 
 from gradviz.errors import GradvizError, GradvizWarning
-from gradviz.escape import json_text
+from gradviz.escape import json_for_script, json_text
 from gradviz.model.recording import Recording, summaries_once
 from gradviz.progress import progress
 from gradviz.render.frontier import MAX_THINGS, collapse_spec
@@ -48,6 +48,7 @@ from gradviz.replay.modules import (
     view_render_options,
 )
 from gradviz.replay.styles import step_css
+from gradviz.stepper.damaged import CHECK_SCRIPT, END_MARKER, started_and_reported
 from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
 
 __all__ = [
@@ -80,20 +81,6 @@ def asset_text(name: str) -> str:
         f"gradviz's front-end file {name!r} is missing (looked in "
         f"{', '.join(str(d) for d in _asset_dirs())}); reinstall torch-gradviz"
     )
-
-
-def json_for_script(value: Any) -> str:
-    """JSON safe inside <script>: no '</script', '<!--' or ']]>' can appear in it."""
-    text = json_text(value, compact=True)
-    for raw, escaped in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(raw, escaped)
-    return text
 
 
 def _dark_remap(light: Theme, dark: Theme) -> str:
@@ -482,13 +469,17 @@ def _script_safe_js(source: str) -> str:
     return source
 
 
-def content_security_policy(script: str) -> str:
-    """The page's policy: nothing from the network, and no script but ``script`` (by its
-    sha256), so markup that slipped into the page could not run even if it got there."""
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+def content_security_policy(script: str, *others: str) -> str:
+    """The page's policy: nothing from the network, and no script but ``script`` and
+    ``others`` (by their sha256), so markup that slipped into the page could not run even if
+    it got there."""
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode('utf-8')).digest()).decode('ascii')}'"
+        for s in (script, *others)
+    )
     return (
         "default-src 'none'; "
-        f"script-src 'sha256-{digest}'; "
+        f"script-src {hashes}; "
         "style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'"
     )
 
@@ -647,7 +638,7 @@ def _page(
     if EXPLAINED & set(payload["data"]):  # the explanations' code only where they have data
         css += compact_css(asset_text("explain.css"))
         js += _script_safe_js(page_js(asset_text("explain.js")))
-    script = f"\n{js}\nmountStandalone();\n"
+    script = f"\n{js}\n{started_and_reported('mountStandalone()')}"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:
         steps = f"{len(recording.forward_ops)} forward ops, then {steps}"
@@ -663,15 +654,17 @@ def _page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
         '<meta http-equiv="Content-Security-Policy" '
-        f'content="{content_security_policy(script)}">\n'
+        f'content="{content_security_policy(script, CHECK_SCRIPT)}">\n'
         f"<title>{html.escape(name)}</title>\n"
         f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
         "</head>\n<body>\n"
         f'<h1 style="font:600 16px sans-serif">{html.escape(name)}</h1>\n'
+        f'<script class="gv-damaged-check">{CHECK_SCRIPT}</script>\n'
         f"<script {attributes}>{text}</script>\n"
         f"<noscript>{fallback}</noscript>\n"
         f'<script type="module">{script}</script>\n'
         f"{after}"
+        f"{END_MARKER}"
         "</body>\n</html>\n"
     )
 

@@ -4,8 +4,8 @@ An SVG is inert when it parses as XML, has no processing instruction (a styleshe
 would make a browser fetch a URL), only SVG elements and none that acts (script,
 foreignObject), no ``on*`` attribute, no link at all (gradviz draws none) and no
 ``javascript:`` outside a tooltip's text. A page is
-inert when its only scripts are gradviz's own two (the JSON data and the module), and no
-element carries an ``on*`` attribute.
+inert when its only scripts are gradviz's own three (the damaged-file check, the JSON data
+and the module), and no element carries an ``on*`` attribute.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ class _Tags(HTMLParser):
 def assert_inert_page(page: str) -> None:
     tags = _Tags()
     tags.feed(page)
-    kinds = [script.get("type") for script in tags.scripts]
-    assert kinds == ["application/json", "module"], kinds
+    kinds = [script.get("type") or script.get("class") for script in tags.scripts]
+    assert kinds == ["gv-damaged-check", "application/json", "module"], kinds
     assert tags.handlers == [], tags.handlers
     assert "'unsafe-inline'" not in page.split("script-src", 1)[1].split(";", 1)[0]
 
