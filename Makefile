@@ -2,7 +2,8 @@
 # .venv (quick when nothing changed) with what that target needs and nothing more:
 #   make demo  the package and torch only (Graphviz is embedded: no system program)
 #   make lab   + the notebook extra (JupyterLab, anywidget)
-#   make test  + the notebook extra, the test, lint and docs tools, and Debian's chromium
+#   make test  + the notebook extra, the test, lint and docs tools, and Debian's chromium and
+#              graphviz (the browser tests, and the tests that check the real dot accepts our DOT)
 #              (the only system package, for the browser tests)
 #   make docs  the documentation site into out/site (mkdocs --strict: a broken link fails)
 
@@ -15,7 +16,7 @@ OUT ?= out
 SYSTEM_PACKAGES := .ci/ensure-system-packages
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: help setup setup-lab setup-dev system-browser demo test lint typecheck pytest lab bench \
+.PHONY: help setup setup-lab setup-dev system-packages demo test lint typecheck pytest lab bench \
 	assets docs test-torch clean FORCE
 
 help:
@@ -55,9 +56,10 @@ setup: $(VENV)/.installed
 setup-lab: $(VENV)/.installed-lab
 setup-dev: $(VENV)/.installed-dev
 
-# Chromium only for the browser tests; nothing else needs a system package.
-system-browser:
-	@bash $(SYSTEM_PACKAGES) chromium=chromium
+# Only the tests need system packages: Chromium for the browser tests, Graphviz for the tests
+# that check the real `dot` accepts what gradviz writes (gradviz itself embeds its Graphviz).
+system-packages:
+	@bash $(SYSTEM_PACKAGES) chromium=chromium dot=graphviz
 
 demo: setup
 	@echo "==> rendering the built-in lessons into $(OUT)/"
@@ -72,7 +74,7 @@ typecheck: setup-dev
 	@echo "==> mypy --strict gradviz"
 	$(BIN)/mypy --strict gradviz
 
-pytest: setup-dev system-browser
+pytest: setup-dev system-packages
 	@echo "==> pytest"
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
