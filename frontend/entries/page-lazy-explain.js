@@ -1,0 +1,6 @@
+// The offline page of a big replay with explanations.
+import { splitLazily } from "../src/lazy/lazysvg.js";
+import { explain } from "../src/overlays/explain.js";
+import { mountStandalone } from "../src/standalone.js";
+
+mountStandalone(document, { split: splitLazily, overlays: [explain] });

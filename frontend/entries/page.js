@@ -1,0 +1,4 @@
+// The offline page of a small replay without explanations: the core stepper only.
+import { mountStandalone } from "../src/standalone.js";
+
+mountStandalone(document);
