@@ -3,7 +3,8 @@
 #   make demo  the package and torch only (Graphviz is embedded: no system program)
 #   make lab   + the notebook extra (JupyterLab, anywidget)
 #   make test  + the notebook extra, the test and lint tools, and Debian's chromium
-#              (the only system package, for the browser tests)
+#              (the only system package, for the browser tests); the front end's tools
+#              (esbuild, ESLint) from npm into node_modules/ (node 20 and npm needed)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -15,13 +16,14 @@ SYSTEM_PACKAGES := .ci/ensure-system-packages
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: help setup setup-lab setup-dev system-browser demo test lint typecheck pytest lab bench \
-	assets clean FORCE
+	assets frontend js-test clean FORCE
 
 help:
 	@echo "make demo   set up (package + torch only), then render the built-in lessons into $(OUT)/"
 	@echo "make test   set up (+ test/lint tools, chromium), then ruff, mypy --strict and pytest"
 	@echo "make lab    set up (+ JupyterLab), then open JupyterLab on notebooks/"
 	@echo "make assets regenerate the example diagrams in assets/"
+	@echo "make frontend rebuild the stepper's bundles (assets/stepper-*.js) from frontend/"
 	@echo "make bench  set up, install torchviz/torchlens, compare speed and memory ($(OUT)/bench.json)"
 
 # The venv is rebuilt when pyproject.toml, this Makefile or TORCH_SPEC change.
@@ -48,9 +50,14 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	@touch $@
 	@echo "==> $(VENV) is ready for the tests"
 
+# The front end's build and lint tools, as package-lock.json pins them.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
 setup: $(VENV)/.installed
 setup-lab: $(VENV)/.installed-lab
-setup-dev: $(VENV)/.installed-dev
+setup-dev: $(VENV)/.installed-dev node_modules/.installed
 
 # Chromium only for the browser tests; nothing else needs a system package.
 system-browser:
@@ -64,6 +71,8 @@ lint: setup-dev
 	@echo "==> ruff"
 	$(BIN)/ruff check gradviz tests
 	$(BIN)/ruff format --check gradviz tests
+	@echo "==> eslint (frontend/)"
+	npx --no-install eslint .
 
 typecheck: setup-dev
 	@echo "==> mypy --strict gradviz"
@@ -73,7 +82,17 @@ pytest: setup-dev system-browser
 	@echo "==> pytest"
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# The front end's pure logic (step schedule, key maps, camera arithmetic) under node --test;
+# pytest checks that the committed bundles match frontend/ (tests/test_frontend_bundle.py).
+js-test: setup-dev
+	@echo "==> node --test frontend/test/"
+	node --test frontend/test/
+
+test: lint typecheck js-test pytest
+
+# After changing frontend/: rebuild the bundles the package inlines, and commit them.
+frontend: node_modules/.installed
+	node frontend/build.mjs
 
 # JupyterLab refuses to start as root without --allow-root (containers, CI machines).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)

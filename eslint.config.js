@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import globals from "globals";
 
 export default [
-  { ignores: ["node_modules/", "assets/", ".venv/"] },
+  { ignores: ["node_modules/", "assets/", ".venv/", "out/", "build/", "dist/"] },
   js.configs.recommended,
   {
     files: ["frontend/src/**/*.js", "frontend/entries/**/*.js"],

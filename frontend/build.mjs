@@ -2,7 +2,7 @@
 // gradviz inlines, assets/stepper-*.js, minified by esbuild.
 //   node frontend/build.mjs          write them
 //   node frontend/build.mjs --check  exit 1 when a committed bundle differs from its sources
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -45,17 +45,11 @@ async function main(check) {
     const text = await bundle(entry);
     if (!check) writeFileSync(path, text);
     else {
-      let committed = null;
-      try {
-        committed = readFileSync(path, "utf8");
-      } catch {
-        committed = null;
-      }
-      if (committed !== text) stale.push(`assets/${out}`);
+      if (!existsSync(path) || readFileSync(path, "utf8") !== text) stale.push(`assets/${out}`);
     }
   }
   if (stale.length) {
-    console.error(`stale bundles (run npm run build and commit them): ${stale.join(", ")}`);
+    console.error(`stale bundles (run \`make frontend\` and commit them): ${stale.join(", ")}`);
     process.exit(1);
   }
 }
