@@ -50,3 +50,14 @@ export function pageIsDark() {
   if (light !== null) return light === "false";
   return !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
 }
+
+// The stepper's dark class follows JupyterLab's theme (body[data-jp-theme-light]) or the
+// system's preference; returns a function that stops following.
+export function followTheme(root) {
+  const applyTheme = () => root.classList.toggle("gv-dark", pageIsDark());
+  applyTheme();
+  if (!document.body || !window.MutationObserver) return () => {};
+  const observer = new MutationObserver(applyTheme);
+  observer.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
+  return () => observer.disconnect();
+}

@@ -11,10 +11,11 @@
 // Views not shipped yet (the notebook lays them out when first chosen) are asked for with
 // model.send({type: "view", name}); the page ships every view it offers.
 
+import { drawnElement } from "./active.js";
 import { Camera, zoomed } from "./camera.js";
 import { Presenter, Quiz, stageHeight } from "./classroom.js";
 import { stepControls, viewTools } from "./controls.js";
-import { element, pageIsDark } from "./dom.js";
+import { element, followTheme } from "./dom.js";
 import { downloadSvg, stepSvgText } from "./download.js";
 import { GradFields } from "./gradfields.js";
 import { routeKeys, stepAction } from "./keys.js";
@@ -22,12 +23,13 @@ import { Minimap } from "./minimap.js";
 import { ModuleNav } from "./modulenav.js";
 import { fillForward, fillPanel } from "./panel.js";
 import { onPointer } from "./pointer.js";
+import { Player } from "./play.js";
 import { exposeState } from "./readiness.js";
+import { Highlight } from "./search.js";
 import { View } from "./view.js";
 
 const STEP_MS = 1000; // a step's time when playing at 1x
 const SCOPE = "#GVROOT"; // the stylesheet's placeholder for this stepper's selector
-const MAX_MATCHES = 400; // highlighted search matches at most
 let mounted = 0;
 
 // Mount a stepper into `el`; returns a function that unmounts it. `features`: what this
@@ -134,14 +136,7 @@ export function mount(el, model, features = {}) {
   }
 
   function elementOf(node) {
-    const direct = view.byId.get(`${prefix}_${node}`);
-    if (direct) return direct;
-    const chain = (data.nav && data.nav.chains[node]) || [];
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const box = view.byId.get(`${prefix}_bm${chain[i]}`);
-      if (box) return box;
-    }
-    return null;
+    return drawnElement(view, data, prefix, node);
   }
 
   // Where the backward pass starts (the seed lights nothing up on its own): the camera's
@@ -179,22 +174,10 @@ export function mount(el, model, features = {}) {
   }
 
   // Search results: highlight the matches shown in this view, go to the chosen one's step.
-  let highlighted = [];
+  const highlight = new Highlight();
   function found(matches, at) {
-    for (const e of highlighted) e.classList.remove("gv-match", "gv-match-current");
-    highlighted = [];
-    const shown = matches.slice(0, MAX_MATCHES);
-    if (view.byId.want) view.byId.want(shown.map((node) => `${prefix}_${node}`)); // a lazy view: one parse for all
-    for (const node of shown) {
-      const e = elementOf(node);
-      if (e) {
-        e.classList.add("gv-match");
-        highlighted.push(e);
-      }
-    }
+    const e = highlight.show(view, prefix, matches, at, elementOf);
     if (at === null) return;
-    const e = elementOf(at);
-    if (e) e.classList.add("gv-match-current");
     root.dataset.found = at;
     const ran = schedule.nodes[`${prefix}_${at}`];
     setFollow(true);
@@ -255,8 +238,7 @@ export function mount(el, model, features = {}) {
     view.showBox(camera.rect());
     canvas.replaceChildren(view.svg);
     minimap.show(view, camera.scaleFor(view.home) < Camera.readable());
-    for (const e of highlighted) e.classList.remove("gv-match", "gv-match-current");
-    highlighted = [];
+    highlight.clear();
     shown = -1;
     render();
     if (search.matches.length) search.next(found, 0);
@@ -332,30 +314,13 @@ export function mount(el, model, features = {}) {
   }
 
   // -- play --
-  let timer = null;
-  function stopPlay() {
-    if (timer !== null) clearInterval(timer);
-    timer = null;
-    play.textContent = "▶ Play";
-    root.classList.remove("gv-playing");
-  }
-  function toggle() {
-    if (timer !== null) return stopPlay();
-    if (current() === last) go(start);
-    play.textContent = "⏸ Pause";
-    root.classList.add("gv-playing");
-    timer = setInterval(() => {
-      if (current() >= last) return stopPlay();
-      go(current() + 1);
-    }, STEP_MS / Number(speed.value));
-  }
-  speed.addEventListener("change", () => {
-    if (timer !== null) {
-      stopPlay();
-      toggle();
-    }
+  const player = new Player(root, play, speed, STEP_MS, {
+    atEnd: () => current() >= last,
+    restart: () => current() === last && go(start),
+    step: () => go(current() + 1),
   });
-  cleanups.push(stopPlay);
+  const toggle = () => player.toggle();
+  cleanups.push(() => player.stop());
 
   // -- keys --
   const onKey = (event) => {
@@ -411,14 +376,7 @@ export function mount(el, model, features = {}) {
     downloadSvg(root, text, current(), start);
   }
 
-  // -- theme: follow JupyterLab (body[data-jp-theme-light]) or the system's preference --
-  const applyTheme = () => root.classList.toggle("gv-dark", pageIsDark());
-  applyTheme();
-  if (document.body && window.MutationObserver) {
-    const observer = new MutationObserver(applyTheme);
-    observer.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
-    cleanups.push(() => observer.disconnect());
-  }
+  cleanups.push(followTheme(root));
 
   const onStep = () => render();
   const onView = () => showView(model.get("view"));

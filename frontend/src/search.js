@@ -3,6 +3,8 @@
 
 import { element } from "./dom.js";
 
+const MAX_MATCHES = 400; // highlighted search matches at most
+
 // The search box: matches nodes by type, module and tensor names (data.search: [node, text]).
 export class Search {
   constructor(items, onFind) {
@@ -37,5 +39,35 @@ export class Search {
     if (n) this.at = (this.at + direction + n) % n;
     this.count.textContent = this.input.value.trim() ? (n ? `${this.at + 1} / ${n}` : "no match") : "";
     onFind(this.matches, n ? this.matches[this.at] : null);
+  }
+}
+
+// The matches highlighted in the shown view (the first MAX_MATCHES), the chosen one marked.
+export class Highlight {
+  constructor() {
+    this.marked = [];
+  }
+
+  clear() {
+    for (const e of this.marked) e.classList.remove("gv-match", "gv-match-current");
+    this.marked = [];
+  }
+
+  // Returns the chosen match's element (`at`; null: none chosen), or null.
+  show(view, prefix, matches, at, elementOf) {
+    this.clear();
+    const shown = matches.slice(0, MAX_MATCHES);
+    if (view.byId.want) view.byId.want(shown.map((node) => `${prefix}_${node}`)); // a lazy view: one parse for all
+    for (const node of shown) {
+      const e = elementOf(node);
+      if (e) {
+        e.classList.add("gv-match");
+        this.marked.push(e);
+      }
+    }
+    if (at === null) return null;
+    const e = elementOf(at);
+    if (e) e.classList.add("gv-match-current");
+    return e;
   }
 }
