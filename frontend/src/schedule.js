@@ -3,7 +3,8 @@
 // Steps: 0 is the seed, 1..N the backward steps. A recording made under gradviz.watch() also
 // has forward frames -F..-1 before the seed (data.first = -F), one per forward op: elements
 // appear (schedule.born[view]: the step an element is made at) as the code builds the graph.
-// gradviz.replay.classes_at is the Python reference of these rules and a test compares them.
+// gradviz.replay.classes_at is the Python reference of these rules (tests/test_frontend_schedule.py
+// compares them at every step of every view).
 
 export const REPLAY_CLASSES = [
   "gv_done",
