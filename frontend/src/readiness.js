@@ -1,6 +1,7 @@
-// Readiness and the tests' API: data-ready="1" once the first frame with the graph has been painted; root.gvState() tells
-// the step, the view, which elements are in the DOM and every element's replay classes (big
-// graphs keep elements far from the camera out of the DOM, so the DOM alone cannot say).
+// Readiness and the tests' API: data-ready="1" once the first frame with the graph has been
+// painted; root.gvState() tells the step, the view, which elements are in the DOM and every
+// element's replay classes (big graphs keep elements far from the camera out of the DOM, so
+// the DOM alone cannot say).
 export function exposeState(root, getView, current) {
   requestAnimationFrame(() =>
     setTimeout(() => {

@@ -3,11 +3,11 @@
 
 import { mount } from "./mount.js";
 
-// anywidget's entry point. Once the live stepper shows, the static picture published
-// beside it for places where widgets do not run (an exported page) steps aside.
+// anywidget's render, with the `features` mount takes. Once the live stepper shows, the
+// static picture published beside it for places where widgets do not run (an exported page)
+// steps aside.
 export function widgetRender(features) {
   return ({ model, el }) => {
-
     const fallback = String(model.get("fallback") || "");
     if (fallback) {
       for (const e of document.querySelectorAll(".gv-static[data-gv-fallback]")) {
