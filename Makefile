@@ -2,9 +2,9 @@
 # .venv (quick when nothing changed) with what that target needs and nothing more:
 #   make demo  the package and torch only (Graphviz is embedded: no system program)
 #   make lab   + the notebook extra (JupyterLab, anywidget)
-#   make test  + the notebook extra, the test, lint and docs tools, and Debian's chromium and
-#              graphviz (the browser tests, and the tests that check the real dot accepts our DOT)
-#              (the only system package, for the browser tests)
+#   make test  + the notebook extra, the test, lint and docs tools, Debian's chromium and
+#              graphviz (the browser tests, and the tests that check the real dot accepts our
+#              DOT), and the front end's tools (esbuild, ESLint) from npm into node_modules/
 #   make docs  the documentation site into out/site (mkdocs --strict: a broken link fails)
 
 PYTHON ?= python3
@@ -17,13 +17,14 @@ SYSTEM_PACKAGES := .ci/ensure-system-packages
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: help setup setup-lab setup-dev system-packages demo test lint typecheck pytest lab bench \
-	assets docs test-torch clean FORCE
+	assets docs test-torch frontend js-test clean FORCE
 
 help:
 	@echo "make demo   set up (package + torch only), then render the built-in lessons into $(OUT)/"
 	@echo "make test   set up (+ test/lint/docs tools, chromium), then ruff, mypy --strict, make docs and pytest"
 	@echo "make lab    set up (+ JupyterLab), then open JupyterLab on notebooks/"
 	@echo "make assets regenerate the example diagrams in assets/"
+	@echo "make frontend rebuild the stepper's bundles (assets/stepper-*.js) from frontend/"
 	@echo "make bench  set up, install torchviz/torchlens, compare speed and memory ($(OUT)/bench.json)"
 	@echo "make docs   build the documentation site into $(OUT)/site (strict: broken links fail)"
 	@echo "make test-torch TORCH_SPEC='torch==X.Y.Z'  the tests with another torch, in $(TORCH_VENV)"
@@ -52,9 +53,14 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	@touch $@
 	@echo "==> $(VENV) is ready for the tests"
 
+# The front end's build and lint tools, as package-lock.json pins them.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
 setup: $(VENV)/.installed
 setup-lab: $(VENV)/.installed-lab
-setup-dev: $(VENV)/.installed-dev
+setup-dev: $(VENV)/.installed-dev node_modules/.installed
 
 # Only the tests need system packages: Chromium for the browser tests, Graphviz for the tests
 # that check the real `dot` accepts what gradviz writes (gradviz itself embeds its Graphviz).
@@ -69,6 +75,8 @@ lint: setup-dev
 	@echo "==> ruff"
 	$(BIN)/ruff check gradviz tests $(wildcard docs/*.py)
 	$(BIN)/ruff format --check gradviz tests $(wildcard docs/*.py)
+	@echo "==> eslint (frontend/)"
+	npx --no-install eslint .
 
 typecheck: setup-dev
 	@echo "==> mypy --strict gradviz"
@@ -83,8 +91,6 @@ docs: setup-dev
 	@echo "==> mkdocs build --strict into $(OUT)/site"
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(OUT)/site
 
-test: lint typecheck docs pytest
-
 # The torch range in pyproject.toml is the range tested: this runs the test suite with
 # another torch in a venv of its own (made, like .venv, with the package and its tools).
 TORCH_VENV ?= $(OUT)/venv-torch
@@ -93,6 +99,18 @@ test-torch:
 	@test "$(origin TORCH_SPEC)" = "command line" -o "$(origin TORCH_SPEC)" = "environment" \
 		|| { echo "make test-torch needs a TORCH_SPEC, e.g. make test-torch TORCH_SPEC='torch==2.13.0'"; exit 2; }
 	$(MAKE) pytest VENV=$(TORCH_VENV) TORCH_SPEC='$(TORCH_SPEC)'
+
+# The front end's pure logic (step schedule, key maps, camera arithmetic) under node --test;
+# pytest checks that the committed bundles match frontend/ (tests/test_frontend_bundle.py).
+js-test: setup-dev
+	@echo "==> node --test frontend/test/"
+	node --test frontend/test/
+
+test: lint typecheck js-test docs pytest
+
+# After changing frontend/: rebuild the bundles the package inlines, and commit them.
+frontend: node_modules/.installed
+	node frontend/build.mjs
 
 # JupyterLab refuses to start as root without --allow-root (containers, CI machines).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)

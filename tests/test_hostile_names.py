@@ -435,17 +435,38 @@ def widget_page(recording: Recording) -> str:
 
     widget = Stepper(recording)
     state = {name: getattr(widget, name) for name in ("svgs", "data", "css", "step", "view")}
-    js = asset_text("stepper.js")
+    shipped = {"state": state, "esm": widget._esm}  # the module, imported as anywidget does
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8">'
         f"<style>{asset_text('stepper.css')}</style></head><body>"
-        f'<script type="application/json" id="state">{json_for_script(state)}</script>'
+        f'<script type="application/json" id="state">{json_for_script(shipped)}</script>'
         '<div id="host"></div><script type="module">\n'
-        f"{js}\n"
-        'const state = JSON.parse(document.getElementById("state").textContent);\n'
-        'render({ model: new LocalModel(state), el: document.getElementById("host") });\n'
+        'const { state, esm } = JSON.parse(document.getElementById("state").textContent);\n'
+        'const url = URL.createObjectURL(new Blob([esm], { type: "text/javascript" }));\n'
+        "const widget = (await import(url)).default;\n"
+        f"{LOCAL_MODEL}\n"
+        'widget.render({ model: new LocalModel(state), el: document.getElementById("host") });\n'
         "</script></body></html>"
     )
+
+
+# anywidget's model surface over local state, as the page's own stand-in has it
+LOCAL_MODEL = """class LocalModel {
+  constructor(state) { this.state = { ...state }; this.handlers = new Map(); }
+  get(key) { return this.state[key]; }
+  set(key, value) {
+    if (this.state[key] === value) return;
+    this.state[key] = value;
+    for (const fn of this.handlers.get(`change:${key}`) || []) fn();
+  }
+  save_changes() {}
+  send() {}
+  on(event, fn) {
+    if (!this.handlers.has(event)) this.handlers.set(event, new Set());
+    this.handlers.get(event).add(fn);
+  }
+  off(event, fn) { this.handlers.get(event)?.delete(fn); }
+}"""
 
 
 @pytest.mark.browser

@@ -14,11 +14,12 @@ import torch
 
 import gradviz
 from gradviz.model.recording import Recording
+from gradviz.stepper import page as page_module
 from gradviz.stepper.page import (
     asset_text,
     compact_css,
     json_for_script,
-    page_js,
+    page_script,
     replay_html,
 )
 from gradviz.teaching.lessons import lesson
@@ -76,14 +77,15 @@ def test_page_is_self_contained(tmp_path: Path) -> None:
     state = json.loads(_data_script(page))
     assert state["step"] == 0 and state["data"]["count"] == len(recording) + 1
     assert set(state["svgs"]) == {"backward", "combined"}
-    assert page_js(asset_text("stepper.js")) in page
+    explained = bool(page_module.EXPLAINED & set(state["data"]))
+    assert page_script(lazy=False, explain=explained) in page
     assert compact_css(asset_text("stepper.css")) in page
 
 
 def test_assets_are_the_checkouts() -> None:
-    js = asset_text("stepper.js")
-    assert js == (ROOT / "assets" / "stepper.js").read_text(encoding="utf-8")
-    assert "export default" in js and "</script" not in js.lower()
+    js = asset_text("stepper-widget.js")
+    assert js == (ROOT / "assets" / "stepper-widget.js").read_text(encoding="utf-8")
+    assert "as default}" in js and "</script" not in js.lower()
     with pytest.raises(FileNotFoundError, match="reinstall"):
         asset_text("missing.js")
 
@@ -94,7 +96,7 @@ def test_wheel_ships_the_front_end(tmp_path: Path) -> None:
     subprocess.run([*build, "-q", "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"gradviz/assets/stepper.js", "gradviz/assets/stepper.css"} <= names
+    assert {"gradviz/assets/stepper-page.js", "gradviz/assets/stepper.css"} <= names
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "gradviz").rglob("*.py")}
     assert sources <= names, sorted(sources - names)  # package discovery misses no sub-package
     target = tmp_path / "site"
@@ -102,7 +104,7 @@ def test_wheel_ships_the_front_end(tmp_path: Path) -> None:
     subprocess.run([*install, str(target), str(wheel)], check=True, capture_output=True)
     code = (
         "import gradviz, gradviz.stepper.page as h; print(gradviz.__file__); "
-        "h.asset_text('stepper.js')"
+        "h.asset_text('stepper-page.js')"
     )
     env = {"PYTHONPATH": str(target), "PATH": ""}
     out = subprocess.run(

@@ -68,7 +68,7 @@ def test_the_static_picture_is_marked_for_the_live_widget_to_hide(executed: obje
 
 @pytest.mark.browser
 def test_the_live_widget_hides_only_its_own_static_picture(tmp_path: Path) -> None:
-    """stepper.js's anywidget entry point, run in Chromium with a stand-in model."""
+    """The widget's anywidget entry point, run in Chromium with a stand-in model."""
     import json
 
     import torch
@@ -81,16 +81,18 @@ def test_the_live_widget_hides_only_its_own_static_picture(tmp_path: Path) -> No
     recording = gradviz.record((A * 1).mean(), names={"A": A})
     payload = stepper_payload(recording)
     state = {**payload, "step": len(recording), "view": "backward", "fallback": "gv-mine"}
-    module = asset_text("stepper.js").replace("export default { render };", "")
-    state_json = json.dumps(state).replace("</", "<\\/")
+    module = asset_text("stepper-widget.js")
+    state_json = json.dumps({"state": state, "esm": module}).replace("</", "<\\/")
     page_text = f"""<!doctype html><meta charset="utf-8"><body>
 <div class="gv-static" data-gv-fallback="gv-mine">mine</div>
 <div class="gv-static" data-gv-fallback="gv-other">other</div>
 <div id="el"></div>
 <script type="application/json" id="state">{state_json}</script>
 <script type="module">
-{module}
-const state = JSON.parse(document.getElementById("state").textContent);
+const shipped = JSON.parse(document.getElementById("state").textContent);
+const state = shipped.state;
+const url = URL.createObjectURL(new Blob([shipped.esm], {{ type: "text/javascript" }}));
+const {{ render }} = (await import(url)).default;
 const model = {{
   get: (key) => state[key], set: (key, value) => {{ state[key] = value; }},
   save_changes() {{}}, on() {{}}, off() {{}},

@@ -11,7 +11,7 @@ import torch
 import gradviz
 from gradviz.replay.frames import replay_data
 from gradviz.stepper import page as page_module
-from gradviz.stepper.page import asset_text, compact_css, page_js, replay_html, unpack_state
+from gradviz.stepper.page import asset_text, compact_css, page_script, replay_html, unpack_state
 
 
 def chain() -> tuple[gradviz.Recording, list[torch.Tensor], list[torch.Tensor]]:
@@ -68,18 +68,19 @@ def test_without_modules_the_strip_has_a_row_per_leaf_with_autograd_norms() -> N
 
 def test_the_page_ships_the_code_only_with_the_data(tmp_path: pytest.TempPathFactory) -> None:
     rec, _, _ = chain()
-    code, style = page_js(asset_text("explain.js")), compact_css(asset_text("explain.css"))
+    code, style = page_script(False, explain=True), compact_css(asset_text("explain.css"))
     small = replay_html(rec)
     assert code in small and style in small and "memory" in unpack_state(small)["data"]
     bare = replay_html(rec, explain=False)
     assert code not in bare and style not in bare
+    assert page_script(False, explain=False) in bare
     assert not {"memory", "health"} & set(unpack_state(bare)["data"])
 
 
 def test_the_widget_has_the_toggles() -> None:
     rec, _, _ = chain()
     stepper = gradviz.Stepper(rec)
-    assert "class MemoryOverlay" in stepper._esm and "gv-health-strip" in stepper._css
+    assert "gv-memory-btn" in stepper._esm and "gv-health-strip" in stepper._css
     assert {"memory", "health"} <= set(stepper.data)
     assert "health" not in gradviz.Stepper(rec, explain=False).data
     off = gradviz.Stepper(rec, explain=True, view="backward")
@@ -98,7 +99,7 @@ def test_big_pages_keep_the_toggles_while_they_stay_light(monkeypatch: pytest.Mo
     monkeypatch.setattr(page_module, "PAGE_BYTES_PER_NODE", between)
     light = replay_html(rec)
     assert not {"memory", "health"} & set(unpack_state(light)["data"])
-    assert page_js(asset_text("explain.js")) not in light
+    assert page_script(False, explain=True) not in light
     assert unpack_state(light)["svgs"] == unpack_state(with_toggles)["svgs"]
     forced = replay_html(rec, explain=True)
     assert {"memory", "health"} <= set(unpack_state(forced)["data"])

@@ -1,7 +1,7 @@
 """The optimizer step's panel data: what ``optimizer.step()`` did, as compact JSON.
 
 An optimizer step's page (``gradviz.stepper.optpage``) is the backward replay plus this
-data under ``data["optimizer"]``; ``assets/explain.js`` shows it at the last step (button
+data under ``data["optimizer"]``; the front end shows it at the last step (button
 "optimizer.step()", key ``s``) and marks the parameters' leaf boxes there. Numbers go to
 four significant digits and tensors as one line of text, so a GPT's step adds a few kB.
 """

@@ -1,6 +1,6 @@
 """The stepper's explanation overlays as compact data: memory, gradient health, a diff.
 
-The browser (``assets/explain.js``) draws them as toggles on the replay; everything here is
+The browser (``frontend/src/overlays/``) draws them as toggles on the replay; everything here is
 plain JSON of numbers, aligned with the replay's schedule so that no element id is sent
 twice (page weight: a 4-layer GPT page stays under 1.5 MB per 1,000 nodes).
 

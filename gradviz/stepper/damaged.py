@@ -5,15 +5,16 @@ stepper's script: nothing runs and only the title shows. A page with one charact
 in its packed data fails to inflate ("Failed to fetch" in the console only). A small
 classic script at the top of the body (``CHECK_SCRIPT``) watches for both: at
 DOMContentLoaded the page's last element (``END_MARKER``) must be there and the stepper's
-module must have started (``STARTED``); the module reports a failed mount (``FAILED``). Any
-of these puts a visible notice under the title saying what to do: save the replay again.
+module must have started (it sets ``data-gv-started`` on the document first); the module
+reports a failed mount with a ``gv-damaged`` event (``frontend/src/damaged.js``). Any of
+these puts a visible notice under the title saying what to do: save the replay again.
 """
 
 from __future__ import annotations
 
 import json
 
-__all__ = ["CHECK_SCRIPT", "END_MARKER", "FAILED", "STARTED", "started_and_reported"]
+__all__ = ["CHECK_SCRIPT", "END_MARKER"]
 
 END_ID = "gv-end"
 END_MARKER = f'<div id="{END_ID}" hidden></div>\n'
@@ -44,19 +45,3 @@ CHECK_SCRIPT = (
     "  });\n"
     "})();\n"
 )
-
-# The stepper module's first statement: it runs (module scripts run before DOMContentLoaded).
-STARTED = 'document.documentElement.setAttribute("data-gv-started", "");\n'
-# A mount that fails (the data does not inflate or parse) is reported to CHECK_SCRIPT.
-FAILED = (
-    ".catch((error) => {\n"
-    '  dispatchEvent(new CustomEvent("gv-damaged", { detail: '
-    '"its data does not read back (" + error + ")" }));\n'
-    "  console.error(error);\n"
-    "})"
-)
-
-
-def started_and_reported(call: str) -> str:
-    """The module's tail: mark it started, then ``call`` (a promise) with failures reported."""
-    return f"{STARTED}{call}{FAILED};\n"

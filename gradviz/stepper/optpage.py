@@ -2,7 +2,7 @@
 
 The backward pass is stepped like any replay; its data carries the step's numbers
 (``gradviz.replay.optstep.optimizer_data``) under ``optimizer``, which the front end
-(``assets/explain.js``) shows at the last step: each parameter's ‖w‖ before and after,
+(``frontend/src/overlays/``) shows at the last step: each parameter's ‖w‖ before and after,
 ‖Δw‖, the update-to-weight ratio, the gradient and the optimizer state it used, the
 hyper-parameters and the update rule, with the parameters' leaf boxes marked. Below the
 stepper, ``describe_step``'s text as plain HTML (readable without script).

@@ -1,8 +1,9 @@
 """The stepper's data and the standalone replay page: one HTML file, no network.
 
 The notebook widget (``gradviz.stepper.widget``) and the page share ``stepper_payload`` and the one
-front end in ``assets/``. Every user string reaches the page inside JSON whose ``<``, ``>``
-and ``&`` are escaped, and the front end inserts it as text, never as markup.
+front end: ES modules in ``frontend/``, bundled by esbuild into ``assets/stepper-*.js``. Every
+user string reaches the page inside JSON whose ``<``, ``>`` and ``&`` are escaped, and the
+front end inserts it as text, never as markup.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import rjsmin
 
 from gradviz.errors import GradvizError, GradvizWarning
 from gradviz.escape import json_for_script, json_text
@@ -48,13 +47,14 @@ from gradviz.replay.modules import (
     view_render_options,
 )
 from gradviz.replay.styles import step_css
-from gradviz.stepper.damaged import CHECK_SCRIPT, END_MARKER, started_and_reported
+from gradviz.stepper.damaged import CHECK_SCRIPT, END_MARKER
 from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
 
 __all__ = [
     "asset_text",
     "available_views",
     "json_for_script",
+    "page_script",
     "replay_html",
     "static_html",
     "static_svg",
@@ -375,37 +375,11 @@ def _name_modules(recording: Recording, steps: list[dict[str, Any]]) -> None:
             step["module"] = scope.label
 
 
-def _without_trailing_comment(line: str) -> str:
-    """A comment after code, dropped where the code before it holds no slash and only whole
-    strings (an even number of each quote): then the " // " cannot be inside a string, a
-    template or a regular expression."""
-    code, found, comment = line.partition(" // ")
-    balanced = all(code.count(q) % 2 == 0 for q in "\"'`")
-    if not found or "/" in code or "`" in comment or not balanced or not code.strip():
-        return line
-    return code.rstrip() + "\n"
-
-
-def compact_js(source: str) -> str:
-    """The front end as the page inlines it: without comment lines, blank lines and
-    indentation (13 kB of every page; nothing inside a multi-line template string is
-    touched). The widget ships the file as it is."""
-    kept: list[str] = []
-    in_template = False
-    for line in source.splitlines(keepends=True):
-        if in_template:
-            kept.append(line)
-        elif line.strip() and not line.lstrip().startswith("//"):
-            kept.append(_without_trailing_comment(line.lstrip(" ")))
-        if line.count("`") % 2:
-            in_template = not in_template
-    return "".join(kept)
-
-
-def page_js(source: str) -> str:
-    """The front end as the page inlines it: minified by rjsmin (comments and whitespace
-    out, names kept; 48 -> 42 kB of every page), after ``compact_js``."""
-    return str(rjsmin.jsmin(compact_js(source)))
+def page_script(lazy: bool, explain: bool) -> str:
+    """The front end a page inlines: the bundle (built from ``frontend/`` by esbuild, minified)
+    with lazy parsing of big views and the explanations only where the page needs them."""
+    kind = "-".join(["page"] + (["lazy"] if lazy else []) + (["explain"] if explain else []))
+    return _script_safe_js(asset_text(f"stepper-{kind}.js"))
 
 
 def compact_css(source: str) -> str:
@@ -484,10 +458,11 @@ def content_security_policy(script: str, *others: str) -> str:
     )
 
 
-EXPLAINED = {"memory", "health", "diff", "optimizer"}  # data keys that need explain.js
-# Above this many backward nodes a page ships lazy.js (6 kB): its views parse their nodes and
-# edges when the camera comes near them. Smaller pages parse each view whole (ResNet-50's
-# combined view, 2,800 nodes and edges, in 150 ms) and stay lighter.
+# data keys whose panels and overlays are in the explanations' bundle (frontend/src/overlays/)
+EXPLAINED = {"memory", "health", "diff", "optimizer"}
+# Above this many backward nodes a page ships the lazy parsing of views (6 kB): its views
+# parse their nodes and edges when the camera comes near them. Smaller pages parse each view
+# whole (ResNet-50's combined view, 2,800 nodes and edges, in 150 ms) and stay lighter.
 LAZY_NODES = 1000
 
 
@@ -632,13 +607,11 @@ def _page(
         packed = packed_state(_page_state(recording, payload), compress)
     attributes, text = packed
     css = compact_css(asset_text("stepper.css"))
-    js = _script_safe_js(page_js(asset_text("stepper.js")))
-    if len(recording.graph.nodes) > LAZY_NODES:  # big views parse lazily
-        js += _script_safe_js(page_js(asset_text("lazy.js")))
-    if EXPLAINED & set(payload["data"]):  # the explanations' code only where they have data
+    lazy = len(recording.graph.nodes) > LAZY_NODES  # big views parse lazily
+    explain = bool(EXPLAINED & set(payload["data"]))  # their code only where they have data
+    if explain:
         css += compact_css(asset_text("explain.css"))
-        js += _script_safe_js(page_js(asset_text("explain.js")))
-    script = f"\n{js}\n{started_and_reported('mountStandalone()')}"
+    script = f"\n{page_script(lazy, explain)}\n"
     steps = f"{len(recording.steps)} steps"
     if recording.forward_ops:
         steps = f"{len(recording.forward_ops)} forward ops, then {steps}"

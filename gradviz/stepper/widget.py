@@ -67,7 +67,7 @@ def _step_number(value: object, where: str) -> int:
 class Stepper(anywidget.AnyWidget):
     """Step through a recorded backward pass; ``step`` is synced with the browser."""
 
-    _esm = "\n".join(asset_text(name) for name in ("stepper.js", "lazy.js", "explain.js"))
+    _esm = asset_text("stepper-widget.js")  # an ES module: export default { render }
     _css = asset_text("stepper.css") + asset_text("explain.css")
 
     step = traitlets.Int(0).tag(sync=True)
