@@ -24,7 +24,13 @@ from gradviz.model.graph import (
     TensorRecord,
     TensorRow,
 )
-from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
+from gradviz.model.summarize import (
+    SMALL_NUMEL,
+    dtype_name,
+    plain_values,
+    shape_of,
+    summarize,
+)
 from gradviz.model.values import Role, Summary
 
 __all__ = ["trace"]
@@ -362,7 +368,7 @@ class _Walker:
             None if grad is None else (grad, _autograd.version(grad)),
             id=record_id,
             name=name,
-            shape=tuple(tensor.shape),
+            shape=shape_of(tensor),
             dtype=dtype_name(tensor.dtype),
             device=device_name,
             requires_grad=requires_grad,
@@ -525,7 +531,7 @@ class _SavedReader:
         if kind is torch.Tensor:
             tensor = cast(torch.Tensor, value)
             if tensor.numel() > SMALL_NUMEL:
-                key: object = (name, tensor.dtype, tensor.shape)
+                key: object = (name, tensor.dtype, shape_of(tensor))
                 saved = self.shared.get(key)
                 if saved is None:
                     saved = self.shared[key] = _saved_value(name, tensor)
@@ -566,7 +572,7 @@ def _saved_value(name: str, value: object) -> SavedValue:
         if value.numel() <= SMALL_NUMEL:
             summary = summarize(value)
             return SavedValue(name, summary.text(), summary)
-        shape = "×".join(map(str, value.shape))
+        shape = "×".join(map(str, shape_of(value)))
         return SavedValue(name, f"{dtype_name(value.dtype)} {shape}")
     if isinstance(value, RuntimeError):
         return SavedValue(name, "unreadable: " + str(value).split("\n")[0][:120])
@@ -609,7 +615,9 @@ def _unique(ids: list[str]) -> list[str]:
 
 def _storage_of(tensor: torch.Tensor) -> tuple[tuple[int, int], int]:
     """Where a tensor's storage lives (device index, -1 for the CPU; data pointer) and its
-    size in bytes (0 for tensors without one storage: sparse, nested)."""
+    size in bytes (0 for tensors without one storage: sparse, nested, fake)."""
+    if not plain_values(tensor):  # a fake tensor's pointer is no memory (and torch warns)
+        return (-2, id(tensor)), 0
     try:
         storage = tensor.untyped_storage()
         return (tensor.get_device(), storage.data_ptr()), storage.nbytes()
