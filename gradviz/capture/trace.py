@@ -11,6 +11,7 @@ from typing import Any, cast
 import torch
 
 from gradviz.capture import _autograd
+from gradviz.capture._autograd import PackedByHooks
 from gradviz.capture._own_ops import own_ops
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
@@ -511,7 +512,9 @@ class _SavedReader:
         with own_ops():  # inside watch(): the summaries are not the user's ops
             torch_node = node.torch_node
             values, freed, in_checkpoint, reentrant = _autograd.read_saved(torch_node)
-            storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
+            # what the graph holds: a value the user's saved_tensors_hooks packed, as packed
+            held = [v.packed if type(v) is PackedByHooks else v for _, v in values]
+            storages = [_storage_of(v) for v in held if isinstance(v, torch.Tensor)]
             if in_checkpoint:  # it holds its segment's inputs
                 self.checkpointed.add(node.id)
                 inputs = _autograd.checkpoint_inputs(torch_node)
