@@ -21,6 +21,7 @@ __all__ = [
     "current_graph_task",
     "gradient_edge",
     "has_other_hooks",
+    "in_function_transform",
     "input_bytes",
     "is_accumulate_grad",
     "is_custom_function",
@@ -123,8 +124,33 @@ def gradient_edge(tensor: torch.Tensor) -> tuple[Node, int]:
     grad_fn = tensor.grad_fn
     if grad_fn is not None:  # what get_gradient_edge returns for it, without its wrapping
         return grad_fn, int(tensor.output_nr)
-    edge = get_gradient_edge(tensor)
+    try:
+        edge = get_gradient_edge(tensor)
+    except (RuntimeError, NotImplementedError):  # no view of it: a sparse or nested leaf
+        return _accumulator_through_copy(tensor), 0
     return edge.node, int(edge.output_nr)
+
+
+def _accumulator_through_copy(leaf: torch.Tensor) -> Node:
+    """A leaf's ``AccumulateGrad``, found through a copy where torch finds it through a
+    view, which sparse and nested tensors do not have (the leaf has one such node, shared
+    by every op that uses it)."""
+    with torch.enable_grad():
+        copy = leaf.clone()
+    if copy.grad_fn is None:
+        raise RuntimeError("no gradient edge: the tensor's copy has no grad_fn")
+    return copy.grad_fn.next_functions[0][0]
+
+
+_FUNCTORCH = getattr(torch._C, "_functorch", None)
+
+
+def in_function_transform(tensor: torch.Tensor) -> bool:
+    """Whether the tensor is a ``torch.func`` transform's wrapper (``vmap``'s batched
+    tensor, ``grad``'s tracking tensor): its history belongs to the transform, and a
+    batched tensor hides it (``requires_grad`` False, no ``grad_fn``)."""
+    check = getattr(_FUNCTORCH, "is_functorch_wrapped_tensor", None)
+    return check is not None and bool(check(tensor))
 
 
 _SAVED_ATTRIBUTES: dict[type, tuple[str, ...]] = {}

@@ -151,6 +151,13 @@ def _root_node(index: int, root: object) -> tuple[Any, int]:
             "computation produced, e.g. gradviz.trace(loss)."
         )
     if not root.requires_grad:
+        if _autograd.in_function_transform(root):
+            raise NotOnGraph(
+                f"root {index} is a tensor of a torch.func transform (inside vmap, grad, "
+                "...), which keeps the history of its tensors to itself: gradviz cannot "
+                "read it there. Run gradviz outside the transform, on the same computation "
+                "run without it (e.g. for one sample instead of vmap's batch)."
+            )
         raise NotOnGraph(
             f"root {index} (shape {tuple(root.shape)}) is on no autograd graph: it has "
             "requires_grad=False and no grad_fn. Create an input with requires_grad=True "
