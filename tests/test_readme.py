@@ -134,9 +134,9 @@ def test_the_pages_count_the_lessons() -> None:
 # how the front end names a key in its handlers: a literal compared with event.key (or with
 # ``k``, its copy), passed to useKey, or a property of a key table such as
 #   const keys = { PageDown: () => ..., o: () => ..., " ": () => ... }
-COMPARED = re.compile(r"""\b(?:k|event\.key)\s*[!=]==\s*"([^"]+)\"""")
+COMPARED = re.compile(r"""\b(?:k|key|event\.key)\s*[!=]==\s*"([^"]+)\"""")
 USE_KEY = re.compile(r"""useKey\(\s*event\s*,\s*"([^"]+)\"""")
-TABLE = re.compile(r"const (?:keys|moves) = \{(.*?)\};", re.DOTALL)
+TABLE = re.compile(r"const (?:keys|moves|[A-Z_]*KEYS|[A-Z_]*MOVES) = \{(.*?)\};", re.DOTALL)
 TABLE_KEY = re.compile(r"""^\s*(\w+|"[^"]+")\s*:""", re.MULTILINE)
 # how the key map writes the keys the handlers name
 SHOWN_AS = {
@@ -149,7 +149,7 @@ SHOWN_AS = {
 
 
 def handled_keys() -> set[str]:
-    scripts = sorted((ROOT / "assets").rglob("*.js"))
+    scripts = sorted((ROOT / "frontend" / "src").rglob("*.js"))
     assert scripts
     found: set[str] = set()
     for script in scripts:

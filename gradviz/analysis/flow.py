@@ -128,7 +128,7 @@ def _unavailable(value: GradValue | None) -> bool:
 def _why_unverifiable(values: list[GradValue | None]) -> str:
     """Why the kept values cannot show whether the gradients add up."""
     if any(_unavailable(v) for v in values):
-        return "the values are not available (meta tensors hold no data)"
+        return "the values are not available (meta and fake tensors hold no data)"
     summaries = [as_summary(v) for v in values if v is not None]
     if any(s.finite is False for s in summaries):
         return "NaN or Inf in the summaries, whose sums cannot be compared"

@@ -15,11 +15,13 @@ from torch.autograd.graph import get_gradient_edge
 
 __all__ = [
     "FREED_MARKER",
+    "PackedByHooks",
     "checkpoint_inputs",
     "checkpointed",
     "current_graph_task",
     "gradient_edge",
     "has_other_hooks",
+    "in_function_transform",
     "input_bytes",
     "is_accumulate_grad",
     "is_custom_function",
@@ -122,8 +124,33 @@ def gradient_edge(tensor: torch.Tensor) -> tuple[Node, int]:
     grad_fn = tensor.grad_fn
     if grad_fn is not None:  # what get_gradient_edge returns for it, without its wrapping
         return grad_fn, int(tensor.output_nr)
-    edge = get_gradient_edge(tensor)
+    try:
+        edge = get_gradient_edge(tensor)
+    except (RuntimeError, NotImplementedError):  # no view of it: a sparse or nested leaf
+        return _accumulator_through_copy(tensor), 0
     return edge.node, int(edge.output_nr)
+
+
+def _accumulator_through_copy(leaf: torch.Tensor) -> Node:
+    """A leaf's ``AccumulateGrad``, found through a copy where torch finds it through a
+    view, which sparse and nested tensors do not have (the leaf has one such node, shared
+    by every op that uses it)."""
+    with torch.enable_grad():
+        copy = leaf.clone()
+    if copy.grad_fn is None:
+        raise RuntimeError("no gradient edge: the tensor's copy has no grad_fn")
+    return copy.grad_fn.next_functions[0][0]
+
+
+_FUNCTORCH = getattr(torch._C, "_functorch", None)
+
+
+def in_function_transform(tensor: torch.Tensor) -> bool:
+    """Whether the tensor is a ``torch.func`` transform's wrapper (``vmap``'s batched
+    tensor, ``grad``'s tracking tensor): its history belongs to the transform, and a
+    batched tensor hides it (``requires_grad`` False, no ``grad_fn``)."""
+    check = getattr(_FUNCTORCH, "is_functorch_wrapped_tensor", None)
+    return check is not None and bool(check(tensor))
 
 
 _SAVED_ATTRIBUTES: dict[type, tuple[str, ...]] = {}
@@ -139,6 +166,34 @@ def _saved_attributes(node_type: type) -> tuple[str, ...]:
 
 
 _CHECKPOINT_MODULE = "torch.utils.checkpoint"
+
+
+class PackedByHooks:
+    """A saved value that the user's ``torch.autograd.graph.saved_tensors_hooks`` packed:
+    gradviz does not read it, as reading runs their unpack hook (which may run once only,
+    or cost a copy back from where it was put). ``packed`` is what their pack hook returned
+    (what the graph holds: a tensor's memory counts), read without unpacking."""
+
+    __slots__ = ("packed",)
+
+    def __init__(self, packed: object) -> None:
+        self.packed = packed
+
+    def __repr__(self) -> str:
+        return "not read: packed by saved_tensors_hooks (reading runs the unpack hook)"
+
+
+def _packed(raw: object) -> PackedByHooks:
+    """What the pack hook returned for a saved value (``SavedTensor.data`` runs no hook)."""
+    try:
+        return PackedByHooks(getattr(raw, "data", None))
+    except RuntimeError:  # freed meanwhile
+        return PackedByHooks(None)
+
+
+def _users_unpack_hook(hook: object) -> bool:
+    """Whether a saved value's unpack hook is the user's (not checkpoint's placeholder)."""
+    return hook is not None and getattr(hook, "__module__", None) != _CHECKPOINT_MODULE
 
 
 _RAW_ATTRIBUTES: dict[type, tuple[str, ...]] = {}
@@ -165,6 +220,18 @@ def _checkpoint_placeholder(node: Node, attribute: str) -> bool:
         return False
     hook = getattr(raw, "unpack_hook", None)
     return getattr(hook, "__module__", None) == _CHECKPOINT_MODULE
+
+
+def _packed_by_hooks(node: Node, attribute: str) -> object | None:
+    """The saved value's ``_raw`` twin where it went through the user's
+    ``saved_tensors_hooks``, else None."""
+    if attribute not in _raw_attributes(type(node)):
+        return None
+    try:
+        raw = getattr(node, "_raw" + attribute, None)
+    except RuntimeError:  # freed already
+        return None
+    return raw if _users_unpack_hook(getattr(raw, "unpack_hook", None)) else None
 
 
 def checkpointed(node: Node) -> bool:
@@ -212,6 +279,9 @@ def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
     names = _saved_attributes(type(node))
     if not names and hasattr(type(node), "saved_tensors"):
         try:
+            raw = getattr(node, "_raw_saved_tensors", ())
+            if any(_users_unpack_hook(getattr(r, "unpack_hook", None)) for r in raw):
+                return [(f"saved_tensors[{i}]", _packed(r)) for i, r in enumerate(raw)], False
             tensors = node.saved_tensors
         except RuntimeError as error:
             if FREED_MARKER in str(error):
@@ -221,6 +291,10 @@ def saved_values(node: Node) -> tuple[list[tuple[str, object]], bool]:
     for attribute in names:
         if _checkpoint_placeholder(node, attribute):
             continue  # reading it would rerun the user's forward (``checkpointed``)
+        raw = _packed_by_hooks(node, attribute)
+        if raw is not None:
+            found.append((attribute.removeprefix("_saved_"), _packed(raw)))
+            continue
         try:
             value = getattr(node, attribute)
         except RuntimeError as error:
@@ -271,7 +345,8 @@ def read_saved(node: Node) -> tuple[list[tuple[str, object]], bool, bool, bool]:
     for attribute, name, raw_name in attributes:
         if raw_name is not None:
             try:
-                hook = getattr(getattr(node, raw_name, None), "unpack_hook", None)
+                raw = getattr(node, raw_name, None)
+                hook = getattr(raw, "unpack_hook", None)
             except RuntimeError:  # freed already
                 hook = None
             placeholder = hook is not None and (
@@ -281,6 +356,9 @@ def read_saved(node: Node) -> tuple[list[tuple[str, object]], bool, bool, bool]:
                 in_checkpoint = placeholder
             if placeholder:
                 continue  # reading it would rerun the user's forward (``checkpointed``)
+            if hook is not None:  # the user's saved_tensors_hooks: reading runs them
+                found.append((name, _packed(raw)))
+                continue
         try:
             value = getattr(node, attribute)
         except RuntimeError as error:

@@ -14,9 +14,31 @@ import torch
 
 from gradviz.capture.hooks import by_reference_safe
 from gradviz.model.graph import Graph
-from gradviz.model.summarize import dtype_name
+from gradviz.model.summarize import dtype_name, plain_values
 
-__all__ = ["references_safe", "unshare"]
+__all__ = ["memory_of", "references_safe", "shareable", "unshare"]
+
+
+def memory_of(tensor: torch.Tensor) -> int:
+    """Where the tensor's memory starts (its storage's data pointer); 0 for a tensor with no
+    memory of its own (a ZeroTensor, a wrapper subclass, a fake tensor) or none at all."""
+    if not plain_values(tensor):  # a fake tensor's pointer is no memory (and torch warns)
+        return 0
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):
+        return 0
+
+
+def shareable(value: torch.Tensor) -> bool:
+    """Whether a gradient on its way may be kept by reference: a plain dense tensor (a
+    sparse one takes other paths in AccumulateGrad when held) with memory of its own (a
+    ZeroTensor, data pointer 0, is copied as the zeros it stands for)."""
+    return (
+        type(value) is torch.Tensor
+        and value.layout == torch.strided
+        and (value.data_ptr() != 0 or value.numel() == 0)
+    )
 
 
 def references_safe(graph: Graph) -> bool:
@@ -46,7 +68,7 @@ def unshare(
     for node in graph.nodes:
         grad = None if node.leaf_tensor is None else node.leaf_tensor.grad
         if grad is not None and grad.layout == torch.strided:
-            grads.add(grad.untyped_storage().data_ptr())
+            grads.add(memory_of(grad))
     grads.discard(0)  # no memory (empty tensors): nothing to share
     copies: dict[int, torch.UntypedStorage] = {}  # one copy per memory: views stay views
     for alias, version in shared:

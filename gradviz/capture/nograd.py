@@ -11,7 +11,7 @@ import torch
 
 from gradviz.analysis.nograd import GradFacts
 from gradviz.capture import _autograd
-from gradviz.errors import NotOnGraph
+from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import Graph
 from gradviz.model.summarize import dtype_name
 
@@ -25,6 +25,13 @@ def check_tensor(tensor: object, what: str) -> torch.Tensor:
             f"why_no_grad: the {what} is a {type(tensor).__name__}, not a tensor. Pass the "
             "tensor whose .grad is None and the tensor you call backward() on, e.g. "
             "gradviz.why_no_grad(w, loss)."
+        )
+    if _autograd.in_function_transform(tensor):
+        raise InvalidArgument(
+            f"why_no_grad: the {what} is a tensor of a torch.func transform (inside vmap, "
+            "grad, jacrev, ...), which keeps the history of its tensors to itself: gradviz "
+            "cannot read it there. Call gradviz.why_no_grad outside the transform, on the "
+            "same computation run without it (e.g. for one sample instead of vmap's batch)."
         )
     return tensor
 

@@ -25,14 +25,14 @@ from gradviz.capture import _autograd, arguments
 from gradviz.capture._interrupts import deferred_interrupts
 from gradviz.capture._own_ops import own_ops
 from gradviz.capture.arguments import InputTensors, TensorOrTensors
-from gradviz.capture.by_reference import references_safe, unshare
+from gradviz.capture.by_reference import memory_of, references_safe, shareable, unshare
 from gradviz.capture.hooks import HookHandles, one_hook_will_do
 from gradviz.capture.ondemand import settle_grads
 from gradviz.capture.trace import Params, gc_paused, trace
 from gradviz.errors import GradvizWarning, GraphFreed, InvalidArgument, backward_failed
 from gradviz.model.graph import Graph, Node
 from gradviz.model.recording import GradValue, Recording, Step
-from gradviz.model.summarize import covers, summarize, summarize_view
+from gradviz.model.summarize import covers, plain_values, summarize, summarize_view
 from gradviz.model.values import Summary
 
 __all__ = [
@@ -277,7 +277,10 @@ class _Recorder:
     def _copy(self, value: torch.Tensor, share: bool = False) -> GradValue:
         """A copy of ``value``, or with ``share`` the tensor itself (``by_reference``); a
         summary once copies would pass ``memory_budget`` bytes, and summaries from then on
-        (``switched_at`` says from which step)."""
+        (``switched_at`` says from which step); a summary for a tensor without
+        ``plain_values`` (nested, a fake tensor): gradviz's analyses compute with tensors."""
+        if not plain_values(value):
+            return summarize(value)
         size = 0 if value.is_meta else value.numel() * value.element_size()
         budget = self.memory_budget
         if budget is not None and self.held + size > budget:
@@ -285,8 +288,7 @@ class _Recorder:
             self.switched_at = max(1, sum(len(task.steps) for task in self.tasks.values()))
             return summarize(value)
         self.held += size
-        # a plain dense tensor: sparse ones take other paths in AccumulateGrad when held
-        if share and type(value) is torch.Tensor and value.layout == torch.strided:
+        if share and shareable(value):
             alias = value.detach()  # the same memory and version counter, not the same
             self.shared.append((alias, alias._version))  # tensor: AccumulateGrad's choices
             return alias  # (move it into .grad, or copy it) stay PyTorch's own
@@ -349,7 +351,7 @@ class _Recorder:
             self.seeds[key] = summarize(total) if self.keep == "summary" else self._copy(total)
         # the user's gradient= memory: what flows on of it is copied after the backward
         dense = [seed for seed in seeds if seed.layout == torch.strided]
-        self.user_memory = {seed.untyped_storage().data_ptr() for seed in dense}
+        self.user_memory = {memory_of(seed) for seed in dense}
 
     # -- which backward a hook runs in ---------------------------------------------------
     def bind(self, grad_outputs: tuple[torch.Tensor | None, ...]) -> None:

@@ -11,6 +11,7 @@ from typing import Any, cast
 import torch
 
 from gradviz.capture import _autograd
+from gradviz.capture._autograd import PackedByHooks
 from gradviz.capture._own_ops import own_ops
 from gradviz.capture.held import held_outside
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
@@ -25,7 +26,13 @@ from gradviz.model.graph import (
     TensorRecord,
     TensorRow,
 )
-from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
+from gradviz.model.summarize import (
+    SMALL_NUMEL,
+    dtype_name,
+    plain_values,
+    shape_of,
+    summarize,
+)
 from gradviz.model.values import Role, Summary
 
 __all__ = ["trace"]
@@ -145,6 +152,13 @@ def _root_node(index: int, root: object) -> tuple[Any, int]:
             "computation produced, e.g. gradviz.trace(loss)."
         )
     if not root.requires_grad:
+        if _autograd.in_function_transform(root):
+            raise NotOnGraph(
+                f"root {index} is a tensor of a torch.func transform (inside vmap, grad, "
+                "...), which keeps the history of its tensors to itself: gradviz cannot "
+                "read it there. Run gradviz outside the transform, on the same computation "
+                "run without it (e.g. for one sample instead of vmap's batch)."
+            )
         raise NotOnGraph(
             f"root {index} (shape {tuple(root.shape)}) is on no autograd graph: it has "
             "requires_grad=False and no grad_fn. Create an input with requires_grad=True "
@@ -363,7 +377,7 @@ class _Walker:
             None if grad is None else (grad, _autograd.version(grad)),
             id=record_id,
             name=name,
-            shape=tuple(tensor.shape),
+            shape=shape_of(tensor),
             dtype=dtype_name(tensor.dtype),
             device=device_name,
             requires_grad=requires_grad,
@@ -509,7 +523,9 @@ class _SavedReader:
         with own_ops():  # inside watch(): the summaries are not the user's ops
             torch_node = node.torch_node
             values, freed, in_checkpoint, reentrant = _autograd.read_saved(torch_node)
-            storages = [_storage_of(v) for _, v in values if isinstance(v, torch.Tensor)]
+            # what the graph holds: a value the user's saved_tensors_hooks packed, as packed
+            held = [v.packed if type(v) is PackedByHooks else v for _, v in values]
+            storages = [_storage_of(v) for v in held if isinstance(v, torch.Tensor)]
             for tensor in held_outside(values, self.saved_summaries):
                 self.held.add(_storage_of(tensor)[0])
             if in_checkpoint:  # it holds its segment's inputs
@@ -531,7 +547,7 @@ class _SavedReader:
         if kind is torch.Tensor:
             tensor = cast(torch.Tensor, value)
             if tensor.numel() > SMALL_NUMEL:
-                key: object = (name, tensor.dtype, tensor.shape)
+                key: object = (name, tensor.dtype, shape_of(tensor))
                 saved = self.shared.get(key)
                 if saved is None:
                     saved = self.shared[key] = _saved_value(name, tensor)
@@ -572,7 +588,7 @@ def _saved_value(name: str, value: object) -> SavedValue:
         if value.numel() <= SMALL_NUMEL:
             summary = summarize(value)
             return SavedValue(name, summary.text(), summary)
-        shape = "×".join(map(str, value.shape))
+        shape = "×".join(map(str, shape_of(value)))
         return SavedValue(name, f"{dtype_name(value.dtype)} {shape}")
     if isinstance(value, RuntimeError):
         return SavedValue(name, "unreadable: " + str(value).split("\n")[0][:120])
@@ -615,7 +631,9 @@ def _unique(ids: list[str]) -> list[str]:
 
 def _storage_of(tensor: torch.Tensor) -> tuple[tuple[int, int], int]:
     """Where a tensor's storage lives (device index, -1 for the CPU; data pointer) and its
-    size in bytes (0 for tensors without one storage: sparse, nested)."""
+    size in bytes (0 for tensors without one storage: sparse, nested, fake)."""
+    if not plain_values(tensor):  # a fake tensor's pointer is no memory (and torch warns)
+        return (-2, id(tensor)), 0
     try:
         storage = tensor.untyped_storage()
         return (tensor.get_device(), storage.data_ptr()), storage.nbytes()

@@ -33,6 +33,8 @@ __all__ = [
     "SMALL_NUMEL",
     "covers",
     "dtype_name",
+    "plain_values",
+    "shape_of",
     "sparse_nbytes",
     "summarize",
     "summarize_view",
@@ -76,12 +78,32 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     """All values of a small tensor, or shape, first values, min, max, mean and norm.
 
     Reductions run on the tensor's own device; only a few numbers reach the CPU. A meta
-    tensor has no values to read; a sparse one is summarized from its stored values.
+    tensor has no values to read, nor has a subclass that keeps its values elsewhere
+    (``__torch_dispatch__``: a fake tensor, a wrapper of two tensors): their summaries say
+    so (``available=False``), as does a tensor whose values torch will not give (a real
+    one inside ``FakeTensorMode``). A sparse or nested one is summarized from its stored
+    values, a ZeroTensor (no memory, all zeros) as zeros.
     """
-    if numpy is not None:
-        fast = _dense_cpu_summary(tensor, small_numel)
-        if fast is not None:
-            return fast
+    try:
+        if numpy is not None:
+            fast = _dense_cpu_summary(tensor, small_numel)
+            if fast is not None:
+                return fast
+        return _summary_of(tensor, small_numel)
+    except RuntimeError:  # under FakeTensorMode even a real tensor's ops make fake ones
+        return _unavailable(tensor)
+
+
+def _summary_of(tensor: torch.Tensor, small_numel: int) -> Summary:
+    """``summarize`` past its fast path."""
+    if tensor.is_nested:  # strided or jagged (a subclass of its own)
+        return _nested_summary(tensor.detach())
+    kind = type(tensor)
+    if kind is not torch.Tensor:
+        if not _values_inside(kind):
+            return _unavailable(tensor)
+        # its values, without the subclass's own __torch_function__ (the user's code)
+        tensor = tensor.as_subclass(torch.Tensor)
     data = tensor.detach()  # detached: nothing below is recorded by autograd
     numel = data.numel()
     shape = tuple(data.shape)
@@ -91,6 +113,8 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     if data.layout != torch.strided:
         sparse = _sparse_summary(data, small_numel, shape, dtype, numel)
         return dataclasses.replace(sparse, nbytes=sparse_nbytes(data))
+    if numel and not data.data_ptr():  # a ZeroTensor: no memory behind its zeros
+        return summarize(torch.zeros((), dtype=data.dtype).expand(shape), small_numel)
     if numel <= small_numel:
         if numel == 0:
             return Summary(shape, dtype, numel, (), True)
@@ -135,6 +159,74 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     return _other_summary(data, _plain(_head(data, PREVIEW)), shape, dtype, numel)
 
 
+_VALUES_INSIDE: dict[type, bool] = {}
+
+
+def _values_inside(kind: type) -> bool:
+    """Whether a tensor subclass holds its values as a plain tensor does (``nn.Parameter``,
+    a subclass with only ``__torch_function__``), rather than behind its own
+    ``__torch_dispatch__`` (a fake tensor, a wrapper of other tensors). Once per class."""
+    inside = _VALUES_INSIDE.get(kind)
+    if inside is None:
+        own = getattr(kind, "__torch_dispatch__", None)
+        inside = _VALUES_INSIDE[kind] = own is getattr(torch.Tensor, "__torch_dispatch__", None)
+    return inside
+
+
+def plain_values(tensor: torch.Tensor) -> bool:
+    """Whether torch's ordinary ops reach the tensor's values (what gradviz's analyses
+    compute with): not a nested tensor, nor a subclass with its own ``__torch_dispatch__``."""
+    kind = type(tensor)
+    if kind is torch.Tensor:
+        return not tensor.is_nested
+    return _values_inside(kind) and not tensor.is_nested
+
+
+def shape_of(tensor: torch.Tensor) -> tuple[int, ...]:
+    """The tensor's sizes as numbers. A nested tensor's ragged sizes are none: it gets its
+    padded shape (its number of tensors, then the largest size in each dimension)."""
+    if not tensor.is_nested:
+        return tuple(tensor.shape)
+    pieces = tensor.unbind()
+    largest = [max(sizes) for sizes in zip(*(piece.shape for piece in pieces), strict=True)]
+    return (len(pieces), *(int(size) for size in largest))
+
+
+def _unavailable(tensor: torch.Tensor) -> Summary:
+    """What gradviz keeps of a tensor whose values it cannot read: shape and dtype."""
+    try:
+        shape = tuple(int(size) for size in tensor.shape)
+    except (RuntimeError, TypeError, ValueError, AttributeError):  # sizes not numbers yet
+        shape = ()
+    return Summary(shape, dtype_name(tensor.dtype), tensor.numel(), (), False, available=False)
+
+
+def _nested_summary(data: torch.Tensor) -> Summary:
+    """A nested tensor from all its values (its tensors one after the other), with its
+    padded shape (``shape_of``) and its true number of values."""
+    pieces = [piece.reshape(-1) for piece in data.unbind()]
+    numel = sum(piece.numel() for piece in pieces)
+    shape = shape_of(data)
+    dtype = dtype_name(data.dtype)
+    if not pieces or numel == 0:
+        return Summary(shape, dtype, numel, (), True)
+    inner = summarize(torch.cat(pieces), small_numel=0)
+    return Summary(
+        shape,
+        dtype,
+        numel,
+        inner.values,
+        False,
+        inner.min,
+        inner.max,
+        inner.mean,
+        inner.norm,
+        inner.nan,
+        inner.inf,
+        inner.available,
+    )
+
+
 def _dense_cpu_summary(tensor: torch.Tensor, small_numel: int) -> Summary | None:
     """The commonest case first, with as few tensor calls as it takes: a contiguous
     float32/float64 CPU tensor of more than ``small_numel`` values (most gradients of a
@@ -158,7 +250,10 @@ def _dense_cpu_summary(tensor: torch.Tensor, small_numel: int) -> Summary | None
         return None
     if tensor.requires_grad:
         tensor = tensor.detach()
-    whole = tensor.numpy()
+    try:
+        whole = tensor.numpy()
+    except RuntimeError:  # no memory of its own (a ZeroTensor, a wrapper subclass)
+        return None
     # the values in memory order, a view (no copy): the order _dense_flat reads them in
     array = whole.reshape(-1) if order is None else whole.transpose(order).reshape(-1)
     if numel <= NUMPY_MAX:
@@ -431,12 +526,13 @@ def covers(view: torch.Tensor, base: torch.Tensor) -> bool:
     if view is base:
         return view.dtype in _FAST_DTYPES and view.layout == torch.strided and view.is_contiguous()
     return (
-        view.dtype in _FAST_DTYPES
+        type(view) is type(base) is torch.Tensor  # no subclass: a fake one has no memory
+        and view.dtype in _FAST_DTYPES
         and view.dtype == base.dtype
         and view.layout == torch.strided
         and base.layout == torch.strided
         and view.numel() == base.numel()
-        and view.data_ptr() == base.data_ptr()
+        and view.data_ptr() == base.data_ptr() != 0  # 0: no memory (a ZeroTensor)
         and view.is_neg() == base.is_neg()
         and view.is_cpu == base.is_cpu
         and base.is_contiguous()
