@@ -18,6 +18,7 @@ import torch
 from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
+from gradviz.analysis.breakpoints import find_steps
 from gradviz.analysis.diff import RecordingDiff, diff_recordings
 from gradviz.analysis.health import GradientHealth, gradient_health
 from gradviz.analysis.memory import MemoryTimeline, saved_memory
@@ -221,6 +222,33 @@ class Recording(_recording.Recording):
         """log10‖g‖ of every edge's gradient with its band, and per-module parameter
         gradient norms (named parameters: ``params=model`` or ``watch(model)``)."""
         return gradient_health(self, vanishing_below, exploding_above)
+
+    def find(
+        self,
+        *,
+        nonfinite: bool = False,
+        norm_above: float | None = None,
+        norm_below: float | None = None,
+        module: str | None = None,
+        type: str | None = None,
+        start: int = 1,
+    ) -> list[_recording.Step]:
+        """Breakpoints: the steps from ``start`` on (inclusive; 1..N), in the engine's
+        order, that meet every condition given. ``nonfinite=True``: a gradient it received
+        or sent is NaN or Inf; ``norm_above=`` / ``norm_below=``: one's L2 norm is above /
+        below the number; ``module="encoder.layer.3"``: its node was made in that module or
+        a submodule (under ``gradviz.watch(model)``); ``type="MulBackward0"``: its node's
+        type. ``rec.find(nonfinite=True)[0]`` is the first NaN or Inf;
+        ``rec.find(module=m, start=s + 1)`` the next step in ``m`` after step ``s``."""
+        return find_steps(
+            self,
+            nonfinite=nonfinite,
+            norm_above=norm_above,
+            norm_below=norm_below,
+            module=module,
+            type=type,
+            start=start,
+        )
 
     def save_steps(self, folder: str | Path, **options: Unpack[RenderKeywords]) -> list[Path]:
         """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
