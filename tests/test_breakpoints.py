@@ -83,7 +83,8 @@ class Deep(nn.Module):
         self.layers = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
+        out: torch.Tensor = self.layers(x)
+        return out
 
 
 def run_deep(
@@ -154,7 +155,8 @@ def test_norm_above_stops_at_the_first_exploding_layer() -> None:
     expected = None
     for k in reversed(range(20)):
         weight_grad = hs[k].T @ by_z[k]
-        sent = [weight_grad, *([] if by_h[k] is None else [by_h[k]])]
+        h_grad = by_h[k]
+        sent = [weight_grad, *([] if h_grad is None else [h_grad])]
         if max(norm(g) for g in [by_z[k], *sent]) > threshold:
             expected = k
             break
