@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
 import gradviz
+from gradviz.analysis.breakpoints import DEFAULT_NORM_BELOW
 from gradviz.errors import InvalidArgument
 from gradviz.replay.frames import replay_data
+from gradviz.stepper.page import unpack_state
 
 
 def node_of(rec: gradviz.Recording, grad_fn: object) -> str:
@@ -212,3 +215,16 @@ def test_unknown_names_list_close_matches() -> None:
     plain = gradviz.record((x * 2).sum())
     with pytest.raises(InvalidArgument, match=r"gradviz\.watch\(model\)"):
         plain.find(module="layers.0")
+
+
+@pytest.mark.needs_dot
+def test_the_page_carries_the_breakpoints(tmp_path: Path) -> None:
+    loss, _, c = log_of_zero()
+    rec = gradviz.record(loss)
+    page = rec.save(tmp_path / "replay.html").read_text(encoding="utf-8")
+    data = unpack_state(page)["data"]["breakpoints"]
+    first = rec.find(nonfinite=True)[0]
+    assert first.node_id == node_of(rec, c.grad_fn)
+    assert data["nonfinite"] == first.index
+    assert data["norm_below"]["threshold"] == DEFAULT_NORM_BELOW
+    assert len(data["norms"]) == len(rec) + 1  # the seed, then steps 1..N
