@@ -120,3 +120,16 @@ def test_a_failing_encoder_keeps_the_old_file(
         ten_ops.save(target, size=(320, 180))
     assert target.read_bytes() == b"the old video"
     assert [p.name for p in tmp_path.iterdir()] == ["replay.mp4"]
+
+
+def test_forward_frames_come_first_and_the_theme_colours_the_frame(tmp_path: Path) -> None:
+    with gradviz.watch() as w:
+        built = lesson("ten-ops").build()
+    rec = built.record(w)
+    frames = len(rec.forward_ops) + len(rec.frames())  # -F..-1, then the seed and 1..N
+    assert len(rec.forward_ops) > 0
+    path = rec.save(tmp_path / "replay.gif", size=(320, 180), seconds_per_step=0.5, theme="dark")
+    with Image.open(path) as gif:
+        assert gif.n_frames == frames
+        corner = gif.convert("RGB").getpixel((0, 0))
+    assert max(corner) < 64  # the dark theme's background, letterbox and caption band
