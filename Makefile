@@ -49,7 +49,7 @@ $(VENV)/.installed-lab: $(VENV)/.installed
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) -e ".[notebook]" --group test --group lint --group docs
+	$(PIP) -e ".[notebook,video]" --group test --group lint --group docs
 	@touch $@
 	@echo "==> $(VENV) is ready for the tests"
 

@@ -18,6 +18,7 @@ import torch
 from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
+from gradviz.analysis.breakpoints import find_steps
 from gradviz.analysis.diff import RecordingDiff, diff_recordings
 from gradviz.analysis.health import GradientHealth, gradient_health
 from gradviz.analysis.memory import MemoryTimeline, saved_memory
@@ -77,7 +78,8 @@ class SaveKeywords(RenderKeywords, total=False):
     """``Recording.save``'s keywords: the render options, plus what a page takes
     (``title``; ``views`` leaves views out; ``compress`` ships the data gzip+base64;
     ``explain`` ships the Memory and Health toggles, default: up to 150 nodes) and
-    what the SVG takes (``step``, ``health``). A keyword the chosen format cannot use
+    what the SVG takes (``step``, ``health``), and what a video takes (``size``,
+    ``seconds_per_step``; ``fps`` for .mp4). A keyword the chosen format cannot use
     raises ``InvalidArgument``."""
 
     title: str | None
@@ -86,6 +88,9 @@ class SaveKeywords(RenderKeywords, total=False):
     explain: bool | None
     step: int | None
     health: bool
+    size: tuple[int, int]
+    seconds_per_step: float
+    fps: int
 
 
 # What each format of ``Recording.save`` takes besides the render options (None: nothing).
@@ -94,9 +99,12 @@ _FORMAT_KEYWORDS: dict[str, frozenset[str] | None] = {
     ".html": frozenset({"title", "views", "compress", "step", "explain"}),
     ".pdf": frozenset(),
     ".pptx": frozenset(),
+    ".mp4": frozenset({"size", "seconds_per_step", "fps"}),
+    ".gif": frozenset({"size", "seconds_per_step"}),
     ".json": None,
 }
 _PAGE_OR_SVG = frozenset({"title", "views", "compress", "step", "health", "explain"})
+_NOT_RENDER = _PAGE_OR_SVG | {"size", "seconds_per_step", "fps"}  # checked per format
 
 
 def _check_save_keywords(target: Path, options: Mapping[str, object]) -> None:
@@ -105,7 +113,7 @@ def _check_save_keywords(target: Path, options: Mapping[str, object]) -> None:
     if allowed is None:
         wrong = sorted(options)
     else:
-        wrong = sorted(key for key in options if key in _PAGE_OR_SVG and key not in allowed)
+        wrong = sorted(key for key in options if key in _NOT_RENDER and key not in allowed)
     if wrong:
         takers = {
             key: [fmt for fmt, keys in _FORMAT_KEYWORDS.items() if keys and key in keys]
@@ -222,6 +230,33 @@ class Recording(_recording.Recording):
         gradient norms (named parameters: ``params=model`` or ``watch(model)``)."""
         return gradient_health(self, vanishing_below, exploding_above)
 
+    def find(
+        self,
+        *,
+        nonfinite: bool = False,
+        norm_above: float | None = None,
+        norm_below: float | None = None,
+        module: str | None = None,
+        type: str | None = None,
+        start: int = 1,
+    ) -> list[_recording.Step]:
+        """Breakpoints: the steps from ``start`` on (inclusive; 1..N), in the engine's
+        order, that meet every condition given. ``nonfinite=True``: a gradient it received
+        or sent is NaN or Inf; ``norm_above=`` / ``norm_below=``: one's L2 norm is above /
+        below the number; ``module="encoder.layer.3"``: its node was made in that module or
+        a submodule (under ``gradviz.watch(model)``); ``type="MulBackward0"``: its node's
+        type. ``rec.find(nonfinite=True)[0]`` is the first NaN or Inf;
+        ``rec.find(module=m, start=s + 1)`` the next step in ``m`` after step ``s``."""
+        return find_steps(
+            self,
+            nonfinite=nonfinite,
+            norm_above=norm_above,
+            norm_below=norm_below,
+            module=module,
+            type=type,
+            start=start,
+        )
+
     def save_steps(self, folder: str | Path, **options: Unpack[RenderKeywords]) -> list[Path]:
         """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
         ..., one per forward op), all from one Graphviz layout."""
@@ -229,9 +264,11 @@ class Recording(_recording.Recording):
 
     def save(self, path: str | Path, **options: Unpack[SaveKeywords]) -> Path:
         """.svg (the last step), .html (the offline stepper; also ``title=``), .json (the
-        steps as data), .pdf (one page per frame, the narration as a caption) or .pptx (one
-        slide per frame, the narration in the speaker notes); the other keywords are render
-        options."""
+        steps as data), .pdf (one page per frame, the narration as a caption), .pptx (one
+        slide per frame, the narration in the speaker notes), or .mp4 / .gif (a video of
+        the frames with their narration as captions: ``size=(1280, 720)``,
+        ``seconds_per_step=1.0``, ``fps=10`` for .mp4; needs ``torch-gradviz[video]``);
+        the other keywords are render options."""
         target = Path(path)
         suffix = target.suffix.lower()
         _check_save_keywords(target, options)
@@ -251,9 +288,13 @@ class Recording(_recording.Recording):
 
             write = slides.save_pdf if suffix == ".pdf" else slides.save_pptx
             write(self, target, **options)
+        elif suffix in (".mp4", ".gif"):
+            from gradviz.replay.video import save_video
+
+            save_video(self, target, **options)
         else:
             raise InvalidArgument(
-                f"cannot save {target.name!r}: use .svg, .html, .json, .pdf or .pptx"
+                f"cannot save {target.name!r}: use .svg, .html, .json, .pdf, .pptx, .mp4 or .gif"
             )
         return target
 

@@ -70,6 +70,7 @@ ROOT = PACKAGE.parent
 # import names whose distribution is named otherwise (import name -> distribution)
 DISTRIBUTION_OF = {
     "IPython": "ipython",
+    "PIL": "pillow",
     "pptx": "python-pptx",
     "resvg_py": "resvg-py",
 }
@@ -104,10 +105,12 @@ def third_party_imports() -> dict[str, set[str]]:
 
 def test_every_import_is_a_declared_dependency() -> None:
     """Each third-party package gradviz imports is in ``dependencies`` or, for the notebook
-    widget and the optional NumPy fast paths, in the ``notebook`` extra."""
+    widget and the optional NumPy fast paths, in the ``notebook`` extra, or, for the video
+    writer alone, in the ``video`` extra."""
     project = pyproject()["project"]
     required = declared(project["dependencies"])
     notebook = declared(project["optional-dependencies"]["notebook"])
+    video = declared(project["optional-dependencies"]["video"])
     imported = third_party_imports()
     assert {"torch", "typing_extensions", "anywidget"} <= set(imported)  # the scan sees them
     missing = []
@@ -118,6 +121,8 @@ def test_every_import_is_a_declared_dependency() -> None:
         only_widget = modules == {"stepper/widget"}
         if distribution in notebook and (only_widget or name == "numpy"):
             continue  # numpy: every import of it is guarded (the wheel test runs without it)
+        if distribution in video and modules == {"replay/video"}:
+            continue
         missing.append(f"{name} (imported by {', '.join(sorted(modules))})")
     assert not missing, missing
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gradviz.analysis.breakpoints import breakpoint_data
 from gradviz.atomic import atomic_write
 from gradviz.explain.lookup import narrating
 from gradviz.explain.steps import describe_step, narrate
@@ -514,7 +515,8 @@ def replay_data(
     ``fold``: the render option ``fold``; each step inside a folded block says which
     repetition it runs in, and ``folded`` maps its node to the box drawn for it.
     Under ``watch()`` the data also holds ``first`` (-F) and ``forward`` (the panel of each
-    forward frame, in order); without it, neither key exists.
+    forward frame, in order); without it, neither key exists. ``breakpoints``: what a "Run
+    to" control needs (``gradviz.analysis.breakpoints.breakpoint_data``).
     """
     prefix = prefix or recording.graph.prefix
     with narrating(recording.graph):
@@ -533,6 +535,7 @@ def replay_data(
             if where is not None:
                 step["narration"] = f"In {where}: {step['narration']}"
     data.update(classroom_data(recording, prefix))
+    data["breakpoints"] = breakpoint_data(recording)
     if explain:
         data.update(overlay_data(recording, data["schedule"], prefix))
     count = len(recording.forward_ops)
