@@ -553,7 +553,7 @@ class Watch:
             del frame
 
     def _parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """Parameters and buffers by module path (``encoder.0.weight``, and ``class_token``
+        """Parameters by module path (``encoder.0.weight``, and ``class_token``
         for one a model registers on itself). A path that would read like a number
         (``2.bias``), or the bare ``weight`` of a single layer watched alone, is qualified by
         the module's variable: ``model.2.bias``, ``layer.weight``."""
@@ -673,9 +673,10 @@ class Watch:
 
 
 def _named_tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
-    """The module's parameters, then its buffers, by path."""
+    """The module's parameters by path. Buffers stay unnamed: a named tensor is drawn, and
+    a ResNet-50's 106 batch-norm running statistics would crowd its forward and combined
+    views (and take its page over its weight budget) with boxes no gradient reaches."""
     yield from module.named_parameters()
-    yield from module.named_buffers()
 
 
 def watch_that_saw(tensor: torch.Tensor) -> Watch | None:
