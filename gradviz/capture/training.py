@@ -1,0 +1,309 @@
+"""``watch_training``: what an unmodified training loop did, step by step, kept cheaply.
+
+Inside the block the user's loop runs as written (``loss.backward(); optimizer.step()``).
+``torch.autograd.backward`` (which ``Tensor.backward`` calls) is wrapped to see the loss
+and, once PyTorch's own backward has returned, to read every parameter's ``.grad`` norm in
+one ``torch._foreach_norm`` call (the accumulated gradient, before any clipping); the
+optimizer's step pre- and post-hooks copy the parameters and measure ``‖Δw‖`` and read each
+group's learning rate. On the steps asked for (``keep_steps``) the backward runs through
+``record()`` instead, whose hooks only look. Nothing here writes a gradient or a
+parameter, so training is bitwise the same; everything is undone on leaving the block,
+also when the loop raises.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Collection, Sequence
+from types import TracebackType
+from typing import Any
+
+import torch
+
+from gradviz.capture.record import Keep, record
+from gradviz.errors import GradvizWarning, InvalidArgument
+from gradviz.model.training import NO_GRAD, TrainingRun
+
+__all__ = ["TrainingWatch"]
+
+# rows wait as tensors (no device sync per step) and become floats this many at a time
+_SETTLE_EVERY = 64
+
+
+class TrainingWatch:
+    """The context manager behind ``gradviz.watch_training``; ``__enter__`` returns the
+    ``TrainingRun`` it fills."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module | None = None,
+        optimizer: torch.optim.Optimizer | None = None,
+        *,
+        every: int = 1,
+        keep_steps: Collection[int] = (),
+        updates: bool = True,
+        keep: Keep = "summary",
+    ) -> None:
+        if model is not None and not isinstance(model, torch.nn.Module):
+            raise InvalidArgument(
+                f"watch_training takes a torch.nn.Module, not {type(model).__name__}: "
+                "gradviz.watch_training(model, optimizer)"
+            )
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise InvalidArgument(
+                f"watch_training takes a torch.optim.Optimizer, not {type(optimizer).__name__}"
+                ": gradviz.watch_training(model, optimizer)"
+            )
+        if model is None and optimizer is None:
+            raise InvalidArgument(
+                "watch_training needs the model, the optimizer or both: "
+                "gradviz.watch_training(model, optimizer)"
+            )
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise InvalidArgument(f"every= takes a whole number >= 1, not {every!r}")
+        self.model = model
+        self.optimizer = optimizer
+        self.every = every
+        self.keep_steps = frozenset(int(s) for s in keep_steps)
+        self.updates = updates and optimizer is not None
+        self.keep = keep
+        names, tensors = _parameters(model, optimizer)
+        self.tensors = tensors
+        group_of = {}
+        if optimizer is not None:
+            for g, group in enumerate(optimizer.param_groups):
+                for p in group["params"]:
+                    group_of.setdefault(id(p), g)
+        n_groups = 0 if optimizer is None else len(optimizer.param_groups)
+        self.run = TrainingRun(
+            params=names,
+            groups=[group_of.get(id(t), -1) for t in tensors],
+            n_groups=n_groups,
+            every=every,
+        )
+        self.step = 0  # optimizer.step() calls so far: the training step being run
+        self._pending: list[tuple[int, Any, Any, Any, list[float]]] = []
+        self._clear_step()
+        self._busy = False
+        self._original_backward: Any = None
+        self._handles: list[Any] = []
+        self._before: list[torch.Tensor] | None = None
+
+    # -- entering and leaving ------------------------------------------------------------
+    def __enter__(self) -> TrainingRun:
+        if self._original_backward is not None:
+            raise InvalidArgument("this watch_training block is already running")
+        self._original_backward = torch.autograd.backward
+        torch.autograd.backward = self._backward  # type: ignore[assignment]
+        if self.optimizer is not None:
+            self._handles = [
+                self.optimizer.register_step_pre_hook(self._before_step),
+                self.optimizer.register_step_post_hook(self._after_step),
+            ]
+        self.run._settle = self._settle
+        self.run._log = self._log
+        return self.run
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        try:
+            for handle in self._handles:
+                handle.remove()
+            self._handles = []
+            if self._original_backward is not None:
+                torch.autograd.backward = self._original_backward
+                self._original_backward = None
+            if self._measured and self.optimizer is None:
+                self._commit()
+            elif self._measured:  # a backward after the last step: kept, without an update
+                self._commit()
+                self.run.notes.append(
+                    f"step {self.step - 1}: backward ran but optimizer.step() did not"
+                )
+        finally:
+            self._before = None
+            self._settle()
+            self.run._settle = None
+            self.run._log = None
+
+    # -- the hooks -----------------------------------------------------------------------
+    def _wanted(self) -> bool:
+        return self.step % self.every == 0
+
+    def _backward(self, tensors: Any, *args: Any, **kwargs: Any) -> None:
+        original = self._original_backward
+        if self._busy or original is None:  # record()'s own backward, or after the block
+            return (original or torch.autograd.backward)(tensors, *args, **kwargs)  # type: ignore[no-any-return]
+        self._busy = True
+        try:
+            root = tensors if isinstance(tensors, torch.Tensor) else None
+            if root is not None and not self._logged and root.numel() == 1:
+                self._loss = root.detach().reshape(()).clone()
+            if self.step in self.keep_steps and self.step not in self.run.recordings:
+                self.run.recordings[self.step] = self._record(tensors, args, kwargs)
+            else:
+                original(tensors, *args, **kwargs)
+        finally:
+            self._busy = False
+        if self._wanted():
+            self._grad_norms = self._norms()
+            self._measured = True
+        if self.optimizer is None:
+            self._commit()
+        return None
+
+    def _record(self, tensors: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The backward through ``record()``: the same gradients, with every step kept."""
+        options = dict(zip(("grad_tensors", "retain_graph", "create_graph"), args, strict=False))
+        options.update(kwargs)
+        roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+        gradient = options.pop("grad_tensors", None)
+        if "gradient" in options:
+            gradient = options.pop("gradient")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GradvizWarning)
+            return record(
+                *roots,
+                gradient=gradient,
+                inputs=options.get("inputs"),
+                retain_graph=options.get("retain_graph"),
+                create_graph=bool(options.get("create_graph", False)),
+                keep=self.keep,
+                params=self.model,
+            )
+
+    def _log(self, loss: Any) -> None:
+        if isinstance(loss, torch.Tensor):
+            if loss.numel() != 1:
+                raise InvalidArgument(
+                    f"run.log(loss) takes a scalar loss, not a tensor of shape {tuple(loss.shape)}"
+                )
+            self._loss = loss.detach().reshape(()).clone()
+        else:
+            self._loss = torch.tensor(float(loss), dtype=torch.float64)
+        self._logged = True
+
+    def _before_step(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
+        self._lrs = [_lr(group) for group in optimizer.param_groups]
+        if self.updates and self._wanted():
+            self._before = [t.detach().clone() for t in self.tensors]
+        return None
+
+    def _after_step(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
+        before, self._before = self._before, None
+        if before is not None:
+            after = [t.detach() for t in self.tensors]
+            self._update_norms = _stack(torch._foreach_norm(torch._foreach_sub(after, before)))
+        if self._wanted():
+            self._commit()
+        else:
+            self._clear_step()
+            self.step += 1
+        return None
+
+    # -- rows ----------------------------------------------------------------------------
+    def _norms(self) -> Any:
+        """Every parameter's ``.grad`` norm as one float64 tensor (``NO_GRAD``: None)."""
+        grads = [t.grad for t in self.tensors]
+        present = [g for g in grads if g is not None and g.layout == torch.strided]
+        norms = iter(_foreach_norms(present))
+        values: list[Any] = []
+        for grad in grads:
+            if grad is None:
+                values.append(torch.tensor(NO_GRAD, dtype=torch.float64))
+            elif grad.layout == torch.strided:
+                values.append(next(norms))
+            else:
+                values.append(torch.linalg.vector_norm(_stored_values(grad)))
+        return _stack(values)
+
+    def _commit(self) -> None:
+        if self._measured or self._wanted():
+            self._pending.append(
+                (self.step, self._loss, self._grad_norms, self._update_norms, self._lrs)
+            )
+        self._clear_step()
+        self.step += 1
+        if len(self._pending) >= _SETTLE_EVERY:
+            self._settle()
+
+    def _clear_step(self) -> None:
+        self._loss: Any = None
+        self._logged = False
+        self._grad_norms: Any = None
+        self._update_norms: Any = None
+        self._lrs: list[float] = []
+        self._measured = False
+
+    def _settle(self) -> None:
+        """Pending rows become floats in the run (one device sync for many steps)."""
+        pending, self._pending = self._pending, []
+        width = len(self.tensors)
+        missing = [NO_GRAD] * width
+        for step, loss, grads, updates, lrs in pending:
+            self.run.add_row(
+                step,
+                None if loss is None else float(loss),
+                missing if grads is None else grads.tolist(),
+                missing if updates is None else updates.tolist(),
+                lrs if len(lrs) == self.run.n_groups else [float("nan")] * self.run.n_groups,
+            )
+
+
+def _parameters(
+    model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None
+) -> tuple[list[str], list[torch.Tensor]]:
+    """The parameters to watch, named by module path: the model's that require grad, then
+    the optimizer's that the model does not hold (``group0.param3``)."""
+    names: list[str] = []
+    tensors: list[torch.Tensor] = []
+    seen: set[int] = set()
+    if model is not None:
+        for name, param in model.named_parameters():
+            if param.requires_grad and id(param) not in seen:
+                seen.add(id(param))
+                names.append(name)
+                tensors.append(param)
+    if optimizer is not None:
+        for g, group in enumerate(optimizer.param_groups):
+            for index, param in enumerate(group["params"]):
+                if id(param) not in seen:
+                    seen.add(id(param))
+                    names.append(f"group{g}.param{index}")
+                    tensors.append(param)
+    return names, tensors
+
+
+def _foreach_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``torch.linalg.vector_norm`` of each gradient, in one call where PyTorch allows."""
+    if not grads:
+        return []
+    try:
+        return list(torch._foreach_norm(grads))
+    except RuntimeError:  # a layout or dtype the fused call refuses: one at a time
+        return [torch.linalg.vector_norm(g) for g in grads]
+
+
+def _stack(values: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The norms as one float64 tensor on the first one's device (widening is exact)."""
+    if not values:
+        return torch.zeros(0, dtype=torch.float64)
+    first = values[0]
+    if all(v.dtype == first.dtype and v.device == first.device for v in values):
+        return torch.stack(list(values)).to(torch.float64)
+    return torch.stack([v.to(device=first.device, dtype=torch.float64) for v in values])
+
+
+def _stored_values(grad: torch.Tensor) -> torch.Tensor:
+    if grad.layout == torch.sparse_coo:
+        return grad.coalesce().values()
+    return grad.values()
+
+
+def _lr(group: dict[str, Any]) -> float:
+    value = group.get("lr", float("nan"))
+    return float(value.item() if isinstance(value, torch.Tensor) else value)
