@@ -59,7 +59,7 @@ class NonFinite:
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,
-            "loss": self.loss,
+            "loss": _json_float(self.loss),
             "loss_nonfinite": self.loss_nonfinite,
             "params": list(self.params),
             "modules": list(self.modules),
@@ -79,7 +79,7 @@ class Onset:
         return {
             "module": self.module,
             "step": self.step,
-            "norm": self.norm,
+            "norm": _json_float(self.norm),
             "threshold": self.threshold,
         }
 
