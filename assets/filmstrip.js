@@ -62,8 +62,6 @@
     return { svg, cursor };
   }
 
-  const controls = document.createElement("div");
-  controls.className = "gv-controls";
   const slider = document.createElement("input");
   slider.type = "range";
   slider.className = "gv-slider";
@@ -74,14 +72,12 @@
   slider.setAttribute("aria-label", "training step");
   const readout = document.createElement("span");
   readout.className = "gv-readout";
-  controls.append(slider, readout);
-  root.appendChild(controls);
 
   const legend = document.createElement("div");
   legend.className = "gv-legend";
   const nf = data.nonfinite;
-  legend.innerHTML = "";
-  const parts = [`${n} training steps kept`, "norms on a log scale"];
+  const parts = [`${n} training steps kept`, "gradient norms per module, log scale",
+    "marks: dashed = first non-finite, purple = vanishing onset, orange = exploding onset"];
   if (nf) parts.push(`first non-finite: step ${nf.step}` + (nf.modules.length ? ` (${nf.modules.join(", ") || "top module"})` : " (loss)"));
   if (data.recorded.length) parts.push(`recorded in full: steps ${data.recorded.join(", ")}`);
   for (const p of parts) { const s = document.createElement("span"); s.textContent = p; legend.appendChild(s); }
@@ -89,6 +85,19 @@
 
   const table = document.createElement("table");
   root.appendChild(table);
+  // the slider sits in the sparklines' column, so its track spans the same steps
+  const head = document.createElement("tr");
+  head.className = "gv-controls";
+  const headLabel = document.createElement("td");
+  headLabel.textContent = "training step";
+  const headSlider = document.createElement("td");
+  slider.style.width = `${W}px`;
+  slider.style.margin = "0";
+  headSlider.appendChild(slider);
+  const headReadout = document.createElement("td");
+  headReadout.appendChild(readout);
+  head.append(headLabel, headSlider, headReadout);
+  table.appendChild(head);
   const rows = [];
   function addRow(name, values, log, cls, marks) {
     const tr = document.createElement("tr");
@@ -100,6 +109,11 @@
     label.title = name;
     const cell = document.createElement("td");
     const { svg, cursor } = spark(values, log, cls, marks);
+    const known = values.filter((v) => v !== null && Number.isFinite(v) && (!log || v > 0));
+    if (known.length) {
+      el("title", {}, svg).textContent =
+        `${name}: ${fmt(Math.min(...known))} to ${fmt(Math.max(...known))}`;
+    }
     cell.appendChild(svg);
     const value = document.createElement("td");
     value.className = "gv-value";

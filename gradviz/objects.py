@@ -57,8 +57,8 @@ from gradviz.replay.frames import (
     step_svg,
 )
 from gradviz.stepper.diffpage import diff_html
-from gradviz.stepper.filmstrip import filmstrip_html
 from gradviz.stepper.display import notebook_bundle
+from gradviz.stepper.filmstrip import filmstrip_html
 from gradviz.stepper.optpage import step_html
 from gradviz.stepper.page import replay_html
 
@@ -541,7 +541,9 @@ class TrainingRun(_training.TrainingRun):
         elif suffix == ".html":
             atomic_write(target, self.html(title=title))
         else:
-            raise InvalidArgument(f"cannot save {target.name!r}: a training run saves as .html or .json")
+            raise InvalidArgument(
+                f"cannot save {target.name!r}: a training run saves as .html or .json"
+            )
         return target
 
 

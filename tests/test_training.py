@@ -51,7 +51,10 @@ def train(
                 {
                     "loss": float(loss.detach()),
                     "grads": grads,
-                    "updates": [vnorm(p.detach() - b) for p, b in zip(model.parameters(), before)],
+                    "updates": [
+                        vnorm(p.detach() - b)
+                        for p, b in zip(model.parameters(), before, strict=True)
+                    ],
                     "lrs": lrs,
                 }
             )
@@ -82,7 +85,8 @@ def test_module_norms_are_the_norm_of_the_modules_gradients() -> None:
             opt.zero_grad()
             ((model(x) - y) ** 2).mean().backward()
             for module in expected:
-                grads = [p.grad.flatten() for n, p in model.named_parameters() if owner_of(n) == module]  # type: ignore[union-attr]
+                owned = [p for n, p in model.named_parameters() if owner_of(n) == module]
+                grads = [p.grad.flatten() for p in owned]  # type: ignore[union-attr]
                 expected[module].append(vnorm(torch.cat(grads)))
             opt.step()
     for module, values in expected.items():
@@ -179,7 +183,7 @@ def test_parameters_without_a_gradient_are_none_not_zero() -> None:
 
 def test_bad_arguments_say_what_to_do() -> None:
     model, _, _ = tiny()
-    with pytest.raises(gradviz.InvalidArgument, match="torch.nn.Module"):
+    with pytest.raises(gradviz.InvalidArgument, match=r"torch\.nn\.Module"):
         gradviz.watch_training("model")  # type: ignore[arg-type]
     with pytest.raises(gradviz.InvalidArgument, match="every="):
         gradviz.watch_training(model, every=0)
@@ -199,7 +203,7 @@ def test_json_is_standard_and_states_the_memory(tmp_path: Path) -> None:
     p = len(run.params)
     assert data["bytes_per_step"] == 8 * (2 * p + 1 + 2) + 1
     assert data == json.loads(json.dumps(run.to_dict()))
-    with pytest.raises(gradviz.InvalidArgument, match=".html or .json"):
+    with pytest.raises(gradviz.InvalidArgument, match=r"\.html or \.json"):
         run.save(tmp_path / "run.svg")
 
 

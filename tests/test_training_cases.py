@@ -77,7 +77,9 @@ def clear_of(rows: list[dict[str, object]], threshold: float) -> bool:
 # -- a network that diverges ------------------------------------------------------------------
 def diverging() -> tuple[nn.Module, torch.optim.Optimizer, Callable[[], torch.Tensor]]:
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1))
+    model = nn.Sequential(
+        nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1)
+    )
     x, y = torch.randn(64, 4), torch.randn(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=1.5)
     return model, opt, lambda: ((model(x) - y) ** 2).mean()

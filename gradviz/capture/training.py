@@ -69,7 +69,7 @@ class TrainingWatch:
         self.keep = keep
         names, tensors = _parameters(model, optimizer)
         self.tensors = tensors
-        group_of = {}
+        group_of: dict[int, int] = {}
         if optimizer is not None:
             for g, group in enumerate(optimizer.param_groups):
                 for p in group["params"]:
@@ -83,7 +83,13 @@ class TrainingWatch:
         )
         self.step = 0  # optimizer.step() calls so far: the training step being run
         self._pending: list[tuple[int, Any, Any, Any, list[float]]] = []
-        self._clear_step()
+        # the step being run: its loss and norms as tensors until settled
+        self._loss: Any = None
+        self._logged = False
+        self._grad_norms: Any = None
+        self._update_norms: Any = None
+        self._lrs: list[float] = []
+        self._measured = False
         self._busy = False
         self._original_backward: Any = None
         self._handles: list[Any] = []
@@ -94,7 +100,7 @@ class TrainingWatch:
         if self._original_backward is not None:
             raise InvalidArgument("this watch_training block is already running")
         self._original_backward = torch.autograd.backward
-        torch.autograd.backward = self._backward  # type: ignore[assignment]
+        torch.autograd.backward = self._backward
         if self.optimizer is not None:
             self._handles = [
                 self.optimizer.register_step_pre_hook(self._before_step),
@@ -137,7 +143,8 @@ class TrainingWatch:
     def _backward(self, tensors: Any, *args: Any, **kwargs: Any) -> None:
         original = self._original_backward
         if self._busy or original is None:  # record()'s own backward, or after the block
-            return (original or torch.autograd.backward)(tensors, *args, **kwargs)  # type: ignore[no-any-return]
+            (original or torch.autograd.backward)(tensors, *args, **kwargs)
+            return None
         self._busy = True
         try:
             root = tensors if isinstance(tensors, torch.Tensor) else None
@@ -232,11 +239,11 @@ class TrainingWatch:
             self._settle()
 
     def _clear_step(self) -> None:
-        self._loss: Any = None
+        self._loss = None
         self._logged = False
-        self._grad_norms: Any = None
-        self._update_norms: Any = None
-        self._lrs: list[float] = []
+        self._grad_norms = None
+        self._update_norms = None
+        self._lrs = []
         self._measured = False
 
     def _settle(self) -> None:

@@ -9,6 +9,7 @@ loads nothing. The backward graph recoloured per step is not drawn here yet.
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from gradviz.model.training import TrainingRun
@@ -19,9 +20,8 @@ __all__ = ["filmstrip_data", "filmstrip_html"]
 _CSS = """
 body{font:14px system-ui,sans-serif;margin:16px;color:#222;background:#fff}
 .gv-strip h1{font-size:18px;margin:0 0 8px}
-.gv-strip .gv-controls{position:sticky;top:0;background:#fff;padding:6px 0;z-index:1}
-.gv-strip input[type=range]{width:600px;vertical-align:middle}
-.gv-strip .gv-readout{font-family:ui-monospace,monospace;margin-left:8px}
+.gv-strip tr.gv-controls td{position:sticky;top:0;background:#fff;padding:6px 8px;z-index:1}
+.gv-strip .gv-readout{font-family:ui-monospace,monospace;white-space:nowrap}
 .gv-strip table{border-collapse:collapse}
 .gv-strip td{padding:2px 8px;vertical-align:middle}
 .gv-strip td.gv-name{font-family:ui-monospace,monospace;max-width:320px;overflow:hidden;
@@ -63,10 +63,10 @@ def filmstrip_data(run: TrainingRun) -> dict[str, Any]:
 def _floats(values: list[float | None]) -> list[float | str | None]:
     out: list[float | str | None] = []
     for value in values:
-        if value is None or value == value and abs(value) != float("inf"):
+        if value is None or math.isfinite(value):
             out.append(value)
         else:
-            out.append("NaN" if value != value else "Infinity")
+            out.append("NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity")
     return out
 
 
@@ -75,7 +75,7 @@ def filmstrip_html(run: TrainingRun, title: str = "gradviz training") -> str:
     payload = json_for_script(filmstrip_data(run))
     script = asset_text("filmstrip.js").replace("</", "<\\/")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f'<div class="gv-strip"><h1>{html.escape(title)}</h1></div>'
         f'<script type="application/json" class="gv-strip-data">{payload}</script>'
