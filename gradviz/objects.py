@@ -564,13 +564,17 @@ def watch_training(
     every: int = 1,
     keep_steps: Iterable[int] = (),
     updates: bool = True,
+    edges: bool = False,
     keep: Keep = "summary",
 ) -> TrainingWatch:
     """Keep, for an unmodified training loop inside the block, every ``every``-th step's
     per-parameter gradient norms (module norms follow from them), the loss (the tensor
     ``backward()`` ran on, or ``run.log(loss)``), each group's learning rate and, with
-    ``updates``, each parameter's ‖Δw‖ across ``optimizer.step()``; the steps in
-    ``keep_steps`` are recorded in full (``run.recording(step)``, with ``keep=``).
+    ``updates``, each parameter's ‖Δw‖ across ``optimizer.step()``; with ``edges``, the
+    norm of the gradient each backward edge sent (``run.edge_norms[step]``, by a
+    recording's edge keys: a walk of the graph and a hook per node each kept step, which
+    costs more); the steps in ``keep_steps`` are recorded in full (``run.recording(step)``,
+    with ``keep=``).
 
     A training step is one ``optimizer.step()`` (without an optimizer: one ``backward()``).
     Gradients and parameters are only read: training is bitwise the same with and without
@@ -580,5 +584,11 @@ def watch_training(
     ``step()`` runs.
     """
     return TrainingWatch(
-        model, optimizer, every=every, keep_steps=tuple(keep_steps), updates=updates, keep=keep
+        model,
+        optimizer,
+        every=every,
+        keep_steps=tuple(keep_steps),
+        updates=updates,
+        edges=edges,
+        keep=keep,
     )

@@ -224,3 +224,25 @@ def test_the_bands_match_the_single_backward_health() -> None:
     assert training.VANISHING_BELOW == health.VANISHING_BELOW
     assert training.EXPLODING_ABOVE == health.EXPLODING_ABOVE
     assert math.isclose(training.NO_GRAD, -1.0)
+
+
+def test_edge_norms_are_the_norms_of_what_each_edge_sent() -> None:
+    """edges=True against full recordings of the same (bitwise equal) training."""
+    runs = []
+    for options in ({"edges": True}, {"keep_steps": range(3), "keep": "all"}):
+        model, x, y = tiny(5)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with gradviz.watch_training(model, opt, **options) as run:  # type: ignore[arg-type]
+            train(model, opt, x, y, 3)
+        runs.append(run)
+    edged, recorded = runs
+    assert sorted(edged.edge_norms) == [0, 1, 2] and not recorded.edge_norms
+    for step in range(3):
+        expected = {
+            f"{s.node_id}.{slot}": vnorm(g)
+            for s in recorded.recording(step).steps
+            for slot, g in enumerate(s.grad_inputs)
+            if isinstance(g, torch.Tensor)
+        }
+        assert len(expected) > 5
+        assert edged.edge_norms[step] == expected

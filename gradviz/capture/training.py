@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from gradviz.capture.record import Keep, record
+from gradviz.capture.trace import trace
 from gradviz.errors import GradvizWarning, InvalidArgument
 from gradviz.model.training import NO_GRAD, TrainingRun
 
@@ -42,6 +43,7 @@ class TrainingWatch:
         every: int = 1,
         keep_steps: Collection[int] = (),
         updates: bool = True,
+        edges: bool = False,
         keep: Keep = "summary",
     ) -> None:
         if model is not None and not isinstance(model, torch.nn.Module):
@@ -67,6 +69,7 @@ class TrainingWatch:
         self.keep_steps = frozenset(int(s) for s in keep_steps)
         self.updates = updates and optimizer is not None
         self.keep = keep
+        self.edges = edges
         names, tensors = _parameters(model, optimizer)
         self.tensors = tensors
         group_of: dict[int, int] = {}
@@ -82,13 +85,14 @@ class TrainingWatch:
             every=every,
         )
         self.step = 0  # optimizer.step() calls so far: the training step being run
-        self._pending: list[tuple[int, Any, Any, Any, list[float]]] = []
+        self._pending: list[tuple[int, Any, Any, Any, list[float], Any]] = []
         # the step being run: its loss and norms as tensors until settled
         self._loss: Any = None
         self._logged = False
         self._grad_norms: Any = None
         self._update_norms: Any = None
         self._lrs: list[float] = []
+        self._edge_norms: list[tuple[str, torch.Tensor]] | None = None
         self._measured = False
         self._busy = False
         self._original_backward: Any = None
@@ -152,6 +156,8 @@ class TrainingWatch:
                 self._loss = root.detach().reshape(()).clone()
             if self.step in self.keep_steps and self.step not in self.run.recordings:
                 self.run.recordings[self.step] = self._record(tensors, args, kwargs)
+            elif self.edges and self._wanted():
+                self._edge_norms = self._backward_per_edge(original, tensors, args, kwargs)
             else:
                 original(tensors, *args, **kwargs)
         finally:
@@ -162,6 +168,44 @@ class TrainingWatch:
         if self.optimizer is None:
             self._commit()
         return None
+
+    def _backward_per_edge(
+        self, original: Any, tensors: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> list[tuple[str, torch.Tensor]]:
+        """PyTorch's backward with a hook on every node of the graph (``trace``'s ids, so
+        the keys are a recording's edge keys) that keeps the norm of each gradient it
+        sends, edge ``node.slot``; the hooks only read and are removed after."""
+        roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+        graph = trace(*roots)
+        found: list[tuple[str, torch.Tensor]] = []
+
+        def hook_for(node_id: str) -> Any:
+            def hook(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
+                sent = [
+                    (slot, g)
+                    for slot, g in enumerate(grad_inputs)
+                    if isinstance(g, torch.Tensor) and g.layout == torch.strided
+                ]
+                if sent:
+                    norms = _foreach_norms([g for _, g in sent])
+                    found.extend(
+                        (f"{node_id}.{slot}", n) for (slot, _), n in zip(sent, norms, strict=True)
+                    )
+                return None
+
+            return hook
+
+        handles = [
+            node.torch_node.register_hook(hook_for(node.id))
+            for node in graph.nodes
+            if node.torch_node is not None
+        ]
+        try:
+            original(tensors, *args, **kwargs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return found
 
     def _record(self, tensors: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The backward through ``record()``: the same gradients, with every step kept."""
@@ -231,7 +275,14 @@ class TrainingWatch:
     def _commit(self) -> None:
         if self._measured or self._wanted():
             self._pending.append(
-                (self.step, self._loss, self._grad_norms, self._update_norms, self._lrs)
+                (
+                    self.step,
+                    self._loss,
+                    self._grad_norms,
+                    self._update_norms,
+                    self._lrs,
+                    self._edge_norms,
+                )
             )
         self._clear_step()
         self.step += 1
@@ -244,6 +295,7 @@ class TrainingWatch:
         self._grad_norms = None
         self._update_norms = None
         self._lrs = []
+        self._edge_norms = None
         self._measured = False
 
     def _settle(self) -> None:
@@ -251,7 +303,10 @@ class TrainingWatch:
         pending, self._pending = self._pending, []
         width = len(self.tensors)
         missing = [NO_GRAD] * width
-        for step, loss, grads, updates, lrs in pending:
+        for step, loss, grads, updates, lrs, edges in pending:
+            if edges:
+                values = _stack([n for _, n in edges]).tolist()
+                self.run.edge_norms[step] = dict(zip((k for k, _ in edges), values, strict=True))
             self.run.add_row(
                 step,
                 None if loss is None else float(loss),

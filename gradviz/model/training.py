@@ -92,9 +92,12 @@ class TrainingRun:
     optimizer's parameter group of each (-1: not in the optimizer). Rows: ``steps`` (the
     training step numbers, 0-based: the number of ``optimizer.step()`` calls before it),
     ``losses`` (NaN when unknown: see ``has_loss``), ``grad_norms`` and ``update_norms``
-    (``len(params)`` per row, ``NO_GRAD`` where ``.grad`` was None, NaN where not
-    measured), ``lrs`` (one per group). ``recordings`` maps a step to its full recording,
-    for the steps asked for."""
+    (``len(params)`` per row, ``NO_GRAD`` where ``.grad`` was None or nothing was measured:
+    a step recorded without an optimizer step after it, or ``updates=False``), ``lrs``
+    (one per group). ``recordings`` maps a step to its full recording, for the steps
+    asked for; ``edge_norms`` (with ``edges=True``) maps a step to the norm of
+    the gradient each backward edge sent, by the edge keys of a recording of that graph
+    (``"n3.0"``: slot 0 of node n3), about 100 bytes per edge per step as Python dicts."""
 
     params: list[str]
     groups: list[int]
@@ -107,6 +110,7 @@ class TrainingRun:
     update_norms: array[float] = field(default_factory=lambda: array("d"))
     lrs: array[float] = field(default_factory=lambda: array("d"))
     recordings: dict[int, Any] = field(default_factory=dict)
+    edge_norms: dict[int, dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # set by the capture while training runs: brings pending rows in before a query
     _settle: Callable[[], None] | None = field(default=None, repr=False, compare=False)
@@ -271,6 +275,10 @@ class TrainingRun:
             "bytes_per_step": self.bytes_per_step(),
             "steps": list(self.rows()),
             "recorded_steps": sorted(self.recordings),
+            "edge_norms": {
+                str(step): {k: _json_float(v) for k, v in norms.items()}
+                for step, norms in self.edge_norms.items()
+            },
             "first_nonfinite": None if nonfinite is None else nonfinite.to_dict(),
             "vanishing": {m: o.to_dict() for m, o in self.vanishing().items()},
             "exploding": {m: o.to_dict() for m, o in self.exploding().items()},

@@ -468,22 +468,28 @@ TRAINING_STEPS = 20
 
 
 def measure_training(work: TrainingWorkload, repeat: int) -> dict[str, Any]:
-    """``watch_training`` around a plain training loop: norms only (``updates=False``) and
-    with ‖Δw‖ (the default), against the bare loop; the three take turns, each ratio the
+    """``watch_training`` around a plain training loop: norms only (``updates=False``),
+    with ‖Δw‖ (the default) and with per-edge norms (``edges=True``), against the bare
+    loop; the four take turns, each ratio the
     median of the rounds' ratios. Memory: the run's own bytes per kept step."""
 
     def loop() -> None:
         for _ in range(TRAINING_STEPS):
             work.step()
 
-    def watched(updates: bool) -> Callable[[], None]:
+    def watched(updates: bool, edges: bool = False) -> Callable[[], None]:
         def run() -> None:
-            with gradviz.watch_training(work.model, work.optimizer, updates=updates):
+            with gradviz.watch_training(work.model, work.optimizer, updates=updates, edges=edges):
                 loop()
 
         return run
 
-    runs = {"plain": loop, "norms": watched(False), "updates": watched(True)}
+    runs = {
+        "plain": loop,
+        "norms": watched(False),
+        "updates": watched(True),
+        "edges": watched(False, edges=True),
+    }
     for run in runs.values():
         run()  # warm up
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -501,7 +507,7 @@ def measure_training(work: TrainingWorkload, repeat: int) -> dict[str, Any]:
         "training_bytes_per_step": kept.bytes_per_step(),
         "training_params": len(kept.params),
     }
-    for name in ("norms", "updates"):
+    for name in ("norms", "updates", "edges"):
         ratios = [t / p for t, p in zip(times[name], times["plain"], strict=True)]
         row[f"training_{name}_x"] = statistics.median(ratios)
         row[f"training_{name}_range"] = (min(ratios), max(ratios))
@@ -516,6 +522,7 @@ def training_lines(rows: list[dict[str, Any]]) -> str:
             f"  {row['workload']}: step {row['training_step_s'] * 1000:.2f} ms, "
             f"norms {row['training_norms_x']:.3f}× (rounds {n_lo:.2f}–{n_hi:.2f}), "
             f"norms + ‖Δw‖ {row['training_updates_x']:.3f}× (rounds {u_lo:.2f}–{u_hi:.2f}), "
+            f"norms + per-edge norms {row['training_edges_x']:.3f}×, "
             f"{row['training_bytes_per_step']} bytes per kept step "
             f"({row['training_params']} parameter tensors)"
         )
