@@ -556,6 +556,9 @@ class TrainingWatch(_training_capture.TrainingWatch):
         run.__class__ = TrainingRun
         return cast(TrainingRun, run)
 
+    def enter_at_step(self) -> TrainingRun:
+        return cast(TrainingRun, super().enter_at_step())  # __enter__ made it public
+
 
 def watch_training(
     model: torch.nn.Module | None = None,

@@ -114,6 +114,18 @@ class TrainingWatch:
         self.run._log = self._log
         return self.run
 
+    def enter_at_step(self) -> TrainingRun:
+        """Enter from inside ``optimizer.step()``'s first (global) pre-hook, when the
+        first step's backward has already run: its gradients are read from ``.grad`` now,
+        its loss stays unknown. The command line starts this way, having learnt of the
+        optimizer only when the script first steps it."""
+        run = self.__enter__()
+        if self._wanted():
+            self._grad_norms = self._norms()
+            self._measured = True
+        self.run.notes.append("step 0: entered at the first optimizer.step(); its loss is unknown")
+        return run
+
     def __exit__(
         self,
         kind: type[BaseException] | None,
