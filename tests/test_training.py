@@ -127,7 +127,7 @@ def test_hooks_are_removed_even_when_the_loop_raises() -> None:
     assert torch.autograd.backward is original
     assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
     assert len(run) == 2
-    with pytest.raises(RuntimeError, match="inside the watch_training block"):
+    with pytest.raises(gradviz.GradvizError, match="inside the watch_training block"):
         run.log(1.0)
 
 
@@ -246,3 +246,24 @@ def test_edge_norms_are_the_norms_of_what_each_edge_sent() -> None:
         }
         assert len(expected) > 5
         assert edged.edge_norms[step] == expected
+
+
+def test_a_read_that_fails_is_a_warning_and_a_note_never_an_error_in_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gradviz.capture import training as capture
+
+    def broken(grads: object) -> object:
+        raise RuntimeError("no norm today")
+
+    monkeypatch.setattr(capture, "_foreach_norms", broken)
+    model, x, y = tiny()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with (
+        pytest.warns(gradviz.GradvizWarning, match="no norm today"),
+        gradviz.watch_training(model, opt) as run,
+    ):
+        train(model, opt, x, y, 2)
+    assert run.grad_norm("0.weight") == [None, None]
+    assert run.update_norm("0.weight")[1] is not None
+    assert any("no norm today" in note for note in run.notes)

@@ -175,11 +175,26 @@ class TrainingWatch:
         finally:
             self._busy = False
         if self._wanted():
-            self._grad_norms = self._norms()
+            self._grad_norms = self._read("the gradients' norms", self._norms)
             self._measured = True
         if self.optimizer is None:
             self._commit()
         return None
+
+    def _read(self, what: str, look: Any) -> Any:
+        """``look()``, or None with a warning and a note when it fails: gradviz only
+        reads, and a read it cannot make never stops the user's loop."""
+        try:
+            return look()
+        except Exception as error:
+            text = (
+                f"step {self.step}: gradviz could not read {what} "
+                f"({type(error).__name__}: {error}); left out"
+            )
+            warnings.warn(text, GradvizWarning, stacklevel=3)
+            if text not in self.run.notes:
+                self.run.notes.append(text)
+            return None
 
     def _backward_per_edge(
         self, original: Any, tensors: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -251,16 +266,17 @@ class TrainingWatch:
         self._logged = True
 
     def _before_step(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
-        self._lrs = [_lr(group) for group in optimizer.param_groups]
+        self._lrs = self._read("the learning rates", lambda: _lrs(optimizer)) or []
         if self.updates and self._wanted():
-            self._before = [t.detach().clone() for t in self.tensors]
+            self._before = self._read(
+                "the parameters before the step", lambda: [t.detach().clone() for t in self.tensors]
+            )
         return None
 
     def _after_step(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
         before, self._before = self._before, None
         if before is not None:
-            after = [t.detach() for t in self.tensors]
-            self._update_norms = _stack(torch._foreach_norm(torch._foreach_sub(after, before)))
+            self._update_norms = self._read("the update sizes", lambda: self._updates(before))
         if self._wanted():
             self._commit()
         else:
@@ -269,6 +285,10 @@ class TrainingWatch:
         return None
 
     # -- rows ----------------------------------------------------------------------------
+    def _updates(self, before: list[torch.Tensor]) -> torch.Tensor:
+        after = [t.detach() for t in self.tensors]
+        return _stack(torch._foreach_norm(torch._foreach_sub(after, before)))
+
     def _norms(self) -> Any:
         """Every parameter's ``.grad`` norm as one float64 tensor (``NO_GRAD``: None)."""
         grads = [t.grad for t in self.tensors]
@@ -376,6 +396,10 @@ def _stored_values(grad: torch.Tensor) -> torch.Tensor:
     if grad.layout == torch.sparse_coo:
         return grad.coalesce().values()
     return grad.values()
+
+
+def _lrs(optimizer: torch.optim.Optimizer) -> list[float]:
+    return [_lr(group) for group in optimizer.param_groups]
 
 
 def _lr(group: dict[str, Any]) -> float:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gradviz.errors import GradvizError, InvalidArgument
+
 __all__ = [
     "EXPLODING_ABOVE",
     "NO_GRAD",
@@ -137,7 +139,7 @@ class TrainingRun:
         """Give the loss of the current step yourself, when the tensor ``backward()`` runs
         on is not it (a scaled loss under AMP, a sum of several); only inside the block."""
         if self._log is None:
-            raise RuntimeError("run.log(loss) works only inside the watch_training block")
+            raise GradvizError("run.log(loss) works only inside the watch_training block")
         self._log(loss)
 
     def _ready(self) -> None:
@@ -191,7 +193,9 @@ class TrainingRun:
         self._ready()
         members = [i for i, name in enumerate(self.params) if owner_of(name) == module]
         if not members:
-            raise KeyError(f"no parameter is owned by module {module!r}; modules: {self.modules}")
+            raise InvalidArgument(
+                f"no parameter is owned by module {module!r}; modules: {self.modules}"
+            )
         return [self._module_value(row, members) for row in range(len(self.steps))]
 
     def _module_value(self, row: int, members: list[int]) -> float | None:
@@ -209,7 +213,7 @@ class TrainingRun:
         try:
             return self.params.index(param)
         except ValueError:
-            raise KeyError(f"no parameter {param!r}; parameters: {self.params}") from None
+            raise InvalidArgument(f"no parameter {param!r}; parameters: {self.params}") from None
 
     # -- what went wrong, and when -------------------------------------------------------
     def first_nonfinite(self) -> NonFinite | None:
@@ -240,7 +244,7 @@ class TrainingRun:
 
     def _onsets(self, threshold: float, crossed: Callable[[float], bool]) -> dict[str, Onset]:
         if not (isinstance(threshold, int | float) and threshold > 0):
-            raise ValueError(f"threshold must be a positive number, not {threshold!r}")
+            raise InvalidArgument(f"threshold must be a positive number, not {threshold!r}")
         found: dict[str, Onset] = {}
         for module, norms in self.module_norms().items():
             for row, norm in enumerate(norms):
