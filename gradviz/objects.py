@@ -527,19 +527,32 @@ class TrainingRun(_training.TrainingRun):
         result: Recording = _public(self.recordings[step])
         return result
 
-    def html(self, title: str = "gradviz training") -> str:
+    def html(
+        self,
+        title: str = "gradviz training",
+        vanishing_below: float = _training.VANISHING_BELOW,
+        exploding_above: float = _training.EXPLODING_ABOVE,
+    ) -> str:
         """The offline film strip: per-module gradient norms over training (log scale),
-        the loss, the marks, and a slider over the training steps."""
-        return filmstrip_html(self, title=title)
+        the loss, a slider over the training steps, and marks at the first non-finite
+        value and at each module's vanishing / exploding onset (by the two thresholds)."""
+        return filmstrip_html(self, title, vanishing_below, exploding_above)
 
-    def save(self, path: str | Path, title: str = "gradviz training") -> Path:
-        """.html (the film strip page) or .json (``to_dict()``), written atomically."""
+    def save(
+        self,
+        path: str | Path,
+        title: str = "gradviz training",
+        vanishing_below: float = _training.VANISHING_BELOW,
+        exploding_above: float = _training.EXPLODING_ABOVE,
+    ) -> Path:
+        """.html (the film strip page, ``html()``'s keywords) or .json (``to_dict()``),
+        written atomically."""
         target = Path(path)
         suffix = target.suffix.lower()
         if suffix == ".json":
             atomic_write(target, json_text(self.to_dict(), indent=1))
         elif suffix == ".html":
-            atomic_write(target, self.html(title=title))
+            atomic_write(target, self.html(title, vanishing_below, exploding_above))
         else:
             raise InvalidArgument(
                 f"cannot save {target.name!r}: a training run saves as .html or .json"

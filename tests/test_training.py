@@ -267,3 +267,16 @@ def test_a_read_that_fails_is_a_warning_and_a_note_never_an_error_in_the_loop(
     assert run.grad_norm("0.weight") == [None, None]
     assert run.update_norm("0.weight")[1] is not None
     assert any("no norm today" in note for note in run.notes)
+
+
+def test_memory_is_the_stated_bytes_per_step() -> None:
+    """The run's arrays hold exactly their items; tensors wait at most 64 steps."""
+    model, x, y = tiny()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with gradviz.watch_training(model, opt) as run:
+        train(model, opt, x, y, 150)
+        assert len(run) == 150  # a query brings the waiting rows in
+    p, g = len(run.params), run.n_groups
+    arrays = (run.steps, run.losses, run.has_loss, run.grad_norms, run.update_norms, run.lrs)
+    held = sum(len(a) * a.itemsize for a in arrays)
+    assert held == 150 * run.bytes_per_step() == 150 * (8 * (2 * p + g + 2) + 1)

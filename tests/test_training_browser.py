@@ -64,7 +64,7 @@ def expected_values(run: gradviz.TrainingRun, row: int) -> dict[str, str]:
 def test_the_slider_scrubs_the_training_steps(
     diverged: gradviz.TrainingRun, browser: Any, tmp_path: Path
 ) -> None:
-    page_file = diverged.save(tmp_path / "training.html")
+    page_file = diverged.save(tmp_path / "training.html", exploding_above=10.0)
     page, requests, errors = open_local(browser, page_file)
     root = page.wait_for_selector(".gv-strip .gv-slider")
     root = page.query_selector(".gv-strip")
@@ -81,6 +81,10 @@ def test_the_slider_scrubs_the_training_steps(
     assert first_bad is not None
     marks = page.evaluate(READ, root)["marks"]
     assert ["loss", "gv-mark gv-mark-nonfinite", str(first_bad.step)] in marks
+    exploding = diverged.exploding(10.0)
+    assert exploding  # it grows past 10 before the NaN
+    drawn = {(m[0], m[2]) for m in marks if m[1] == "gv-mark gv-mark-exploding"}
+    assert drawn == {(module or "(top module)", str(o.step)) for module, o in exploding.items()}
 
     # drag the thumb with the mouse from the left end to three quarters of the track
     box = page.query_selector(".gv-slider").bounding_box()

@@ -12,7 +12,7 @@ import html
 import math
 from typing import Any
 
-from gradviz.model.training import TrainingRun
+from gradviz.model.training import EXPLODING_ABOVE, VANISHING_BELOW, TrainingRun
 from gradviz.stepper.page import asset_text, json_for_script
 
 __all__ = ["filmstrip_data", "filmstrip_html"]
@@ -39,9 +39,15 @@ body{font:14px system-ui,sans-serif;margin:16px;color:#222;background:#fff}
 """
 
 
-def filmstrip_data(run: TrainingRun) -> dict[str, Any]:
+def filmstrip_data(
+    run: TrainingRun,
+    vanishing_below: float = VANISHING_BELOW,
+    exploding_above: float = EXPLODING_ABOVE,
+) -> dict[str, Any]:
     """What the page draws, as JSON-ready data (non-finite numbers as strings)."""
     data = run.to_dict()
+    vanishing = run.vanishing(vanishing_below)
+    exploding = run.exploding(exploding_above)
     steps = [row["step"] for row in data["steps"]]
     modules = run.module_norms()
     return {
@@ -53,8 +59,9 @@ def filmstrip_data(run: TrainingRun) -> dict[str, Any]:
             for name, norms in modules.items()
         ],
         "nonfinite": data["first_nonfinite"],
-        "vanishing": {k or "(top module)": v["step"] for k, v in data["vanishing"].items()},
-        "exploding": {k or "(top module)": v["step"] for k, v in data["exploding"].items()},
+        "vanishing": {k or "(top module)": v.step for k, v in vanishing.items()},
+        "exploding": {k or "(top module)": v.step for k, v in exploding.items()},
+        "bands": [vanishing_below, exploding_above],
         "recorded": data["recorded_steps"],
         "notes": data["notes"],
     }
@@ -70,9 +77,14 @@ def _floats(values: list[float | None]) -> list[float | str | None]:
     return out
 
 
-def filmstrip_html(run: TrainingRun, title: str = "gradviz training") -> str:
-    """The whole page, self-contained."""
-    payload = json_for_script(filmstrip_data(run))
+def filmstrip_html(
+    run: TrainingRun,
+    title: str = "gradviz training",
+    vanishing_below: float = VANISHING_BELOW,
+    exploding_above: float = EXPLODING_ABOVE,
+) -> str:
+    """The whole page, self-contained; the marks use the two thresholds."""
+    payload = json_for_script(filmstrip_data(run, vanishing_below, exploding_above))
     script = asset_text("filmstrip.js").replace("</", "<\\/")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
