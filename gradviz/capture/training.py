@@ -285,24 +285,27 @@ class TrainingWatch:
         return None
 
     # -- rows ----------------------------------------------------------------------------
-    def _updates(self, before: list[torch.Tensor]) -> torch.Tensor:
+    def _updates(self, before: list[torch.Tensor]) -> list[torch.Tensor]:
         after = [t.detach() for t in self.tensors]
-        return _stack(torch._foreach_norm(torch._foreach_sub(after, before)))
+        return list(torch._foreach_norm(torch._foreach_sub(after, before)))
 
-    def _norms(self) -> Any:
-        """Every parameter's ``.grad`` norm as one float64 tensor (``NO_GRAD``: None)."""
+    def _norms(self) -> list[torch.Tensor | None]:
+        """Every parameter's ``.grad`` norm, a 0-d tensor each (None: no ``.grad``), in one
+        fused call when every ``.grad`` is there and dense (the usual case)."""
         grads = [t.grad for t in self.tensors]
+        if all(g is not None and g.layout == torch.strided for g in grads):
+            return list(_foreach_norms(grads))  # type: ignore[arg-type]
         present = [g for g in grads if g is not None and g.layout == torch.strided]
         norms = iter(_foreach_norms(present))
-        values: list[Any] = []
+        values: list[torch.Tensor | None] = []
         for grad in grads:
             if grad is None:
-                values.append(torch.tensor(NO_GRAD, dtype=torch.float64))
+                values.append(None)
             elif grad.layout == torch.strided:
                 values.append(next(norms))
             else:
                 values.append(torch.linalg.vector_norm(_stored_values(grad)))
-        return _stack(values)
+        return values
 
     def _commit(self) -> None:
         if self._measured or self._wanted():
@@ -331,19 +334,30 @@ class TrainingWatch:
         self._measured = False
 
     def _settle(self) -> None:
-        """Pending rows become floats in the run (one device sync for many steps)."""
+        """Pending rows become floats in the run: every waiting norm stacked into one
+        tensor and read at once (one device sync for many steps, and no per-step cost)."""
         pending, self._pending = self._pending, []
+        if not pending:
+            return
         width = len(self.tensors)
-        missing = [NO_GRAD] * width
-        for step, loss, grads, updates, lrs, edges in pending:
+        waiting: list[torch.Tensor | None] = []
+        for _, loss, grads, updates, _, edges in pending:
+            waiting.append(loss)
+            waiting.extend(grads if grads is not None else [None] * width)
+            waiting.extend(updates if updates is not None else [None] * width)
+            waiting.extend(n for _, n in edges or ())
+        values = iter(_floats(waiting))
+        for step, loss, _, _, lrs, edges in pending:
+            loss_value = next(values)
+            grad_row = [next(values) for _ in range(width)]
+            update_row = [next(values) for _ in range(width)]
             if edges:
-                values = _stack([n for _, n in edges]).tolist()
-                self.run.edge_norms[step] = dict(zip((k for k, _ in edges), values, strict=True))
+                self.run.edge_norms[step] = {key: next(values) for key, _ in edges}
             self.run.add_row(
                 step,
-                None if loss is None else float(loss),
-                missing if grads is None else grads.tolist(),
-                missing if updates is None else updates.tolist(),
+                None if loss is None else loss_value,
+                grad_row,
+                update_row,
                 lrs if len(lrs) == self.run.n_groups else [float("nan")] * self.run.n_groups,
             )
 
@@ -382,14 +396,19 @@ def _foreach_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
         return [torch.linalg.vector_norm(g) for g in grads]
 
 
-def _stack(values: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The norms as one float64 tensor on the first one's device (widening is exact)."""
-    if not values:
-        return torch.zeros(0, dtype=torch.float64)
-    first = values[0]
-    if all(v.dtype == first.dtype and v.device == first.device for v in values):
-        return torch.stack(list(values)).to(torch.float64)
-    return torch.stack([v.to(device=first.device, dtype=torch.float64) for v in values])
+def _floats(values: Sequence[torch.Tensor | None]) -> list[float]:
+    """0-d tensors as Python floats (None: ``NO_GRAD``), widened to float64 without
+    rounding; one stack and one read per device and dtype."""
+    out = [NO_GRAD] * len(values)
+    groups: dict[tuple[torch.device, torch.dtype], list[int]] = {}
+    for index, value in enumerate(values):
+        if value is not None:
+            groups.setdefault((value.device, value.dtype), []).append(index)
+    for indices in groups.values():
+        stacked = torch.stack([values[i] for i in indices])  # type: ignore[misc]
+        for index, number in zip(indices, stacked.to(torch.float64).tolist(), strict=True):
+            out[index] = number
+    return out
 
 
 def _stored_values(grad: torch.Tensor) -> torch.Tensor:
