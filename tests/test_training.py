@@ -131,6 +131,24 @@ def test_hooks_are_removed_even_when_the_loop_raises() -> None:
         run.log(1.0)
 
 
+def test_a_backward_that_raises_inside_the_block_leaves_nothing_hooked() -> None:
+    model, x, y = tiny()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    original = torch.autograd.backward
+    with (
+        pytest.raises(RuntimeError, match="second time"),
+        gradviz.watch_training(model, opt, keep_steps=[1]) as run,
+    ):
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        loss.backward()  # a step to record, on a freed graph: PyTorch's own error
+    assert torch.autograd.backward is original
+    assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
+    assert any("step 1: not recorded in full" in note for note in run.notes)
+    assert len(run) == 1 and not run.recordings
+
+
 def test_every_k_th_step_and_the_full_recordings() -> None:
     model, x, y = tiny()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -22,7 +22,7 @@ import torch
 
 from gradviz.capture.record import Keep, record
 from gradviz.capture.trace import trace
-from gradviz.errors import GradvizWarning, InvalidArgument
+from gradviz.errors import GradvizWarning, GraphFreed, InvalidArgument, NotOnGraph
 from gradviz.model.training import NO_GRAD, TrainingRun
 
 __all__ = ["TrainingWatch"]
@@ -167,7 +167,7 @@ class TrainingWatch:
             if root is not None and not self._logged and root.numel() == 1:
                 self._loss = root.detach().reshape(()).clone()
             if self.step in self.keep_steps and self.step not in self.run.recordings:
-                self.run.recordings[self.step] = self._record(tensors, args, kwargs)
+                self._record_or_run(original, tensors, args, kwargs)
             elif self.edges and self._wanted():
                 self._edge_norms = self._backward_per_edge(original, tensors, args, kwargs)
             else:
@@ -233,6 +233,18 @@ class TrainingWatch:
             for handle in handles:
                 handle.remove()
         return found
+
+    def _record_or_run(
+        self, original: Any, tensors: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        """Record this step's backward; when ``record()`` refuses before anything ran (a
+        freed graph, a root off the graph), PyTorch's own backward runs instead, so the
+        user sees PyTorch's own result or error, and the refusal is a note."""
+        try:
+            self.run.recordings[self.step] = self._record(tensors, args, kwargs)
+        except (GraphFreed, NotOnGraph, InvalidArgument) as refused:
+            self.run.notes.append(f"step {self.step}: not recorded in full ({refused})")
+            original(tensors, *args, **kwargs)
 
     def _record(self, tensors: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The backward through ``record()``: the same gradients, with every step kept."""
