@@ -76,7 +76,7 @@
   const legend = document.createElement("div");
   legend.className = "gv-legend";
   const nf = data.nonfinite;
-  const parts = [`${n} training steps kept`, "gradient norms per module, log scale",
+  const parts = [`${n} training steps kept`, "gradient norms per module and loss, log scale",
     "marks: dashed = first non-finite, purple = vanishing onset, orange = exploding onset"];
   if (nf) parts.push(`first non-finite: step ${nf.step}` + (nf.modules.length ? ` (${nf.modules.join(", ") || "top module"})` : " (loss)"));
   if (data.recorded.length) parts.push(`recorded in full: steps ${data.recorded.join(", ")}`);
@@ -122,7 +122,10 @@
     rows.push({ values, cursor, value });
   }
   const lossMarks = nf ? [[nf.step, "nonfinite"]] : [];
-  addRow("loss", data.loss.map(num), false, "gv-loss", lossMarks);
+  // the loss on a log scale too when every known value is positive (a divergence shows)
+  const losses = data.loss.map(num);
+  const positive = losses.every((v) => v === null || !Number.isFinite(v) || v > 0);
+  addRow("loss", losses, positive, "gv-loss", lossMarks);
   for (const m of data.modules) {
     const marks = [];
     if (nf) marks.push([nf.step, "nonfinite"]);
