@@ -33,12 +33,15 @@ from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
 from gradviz.model.graph import Edge, Node, SavedValue, TensorRecord
 from gradviz.model.optstep import ParamStep
 from gradviz.model.recording import HookChange, Step
+from gradviz.model.training import NonFinite, Onset
 from gradviz.model.values import Role, Summary
 from gradviz.objects import (
     Graph,
     OptimizerStep,
     Recording,
     SaveKeywords,
+    TrainingRun,
+    TrainingWatch,
     Watch,
     explain_inplace,
     record,
@@ -46,6 +49,7 @@ from gradviz.objects import (
     record_step,
     trace,
     watch,
+    watch_training,
     why_no_grad,
 )
 from gradviz.render.backend import use_graphviz
@@ -88,7 +92,9 @@ __all__ = [
     "NoGradReport",
     "Node",
     "NodeChange",
+    "NonFinite",
     "NotOnGraph",
+    "Onset",
     "OptimizerStep",
     "ParamStep",
     "RecordKeywords",
@@ -107,6 +113,8 @@ __all__ = [
     "Summary",
     "TensorRecord",
     "Theme",
+    "TrainingRun",
+    "TrainingWatch",
     "Watch",
     "WatchNestingError",
     "__version__",
@@ -117,6 +125,7 @@ __all__ = [
     "trace",
     "use_graphviz",
     "watch",
+    "watch_training",
     "why_no_grad",
 ]
 

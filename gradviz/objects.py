@@ -28,6 +28,7 @@ from gradviz.atomic import atomic_write
 from gradviz.capture import optstep as _optstep
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
+from gradviz.capture import training as _training_capture
 from gradviz.capture import watch as _watch
 from gradviz.capture.record import (
     MEMORY_BUDGET,
@@ -44,6 +45,7 @@ from gradviz.explain.optstep import describe_step
 from gradviz.model import graph as _graph
 from gradviz.model import optstep as _optstep_data
 from gradviz.model import recording as _recording
+from gradviz.model import training as _training
 from gradviz.render.export import graph_dot, graph_svg, write_graph
 from gradviz.render.options import RenderKeywords
 from gradviz.replay.frames import (
@@ -57,6 +59,7 @@ from gradviz.replay.frames import (
 )
 from gradviz.stepper.diffpage import diff_html
 from gradviz.stepper.display import notebook_bundle
+from gradviz.stepper.filmstrip import filmstrip_html
 from gradviz.stepper.optpage import step_html
 from gradviz.stepper.page import replay_html
 
@@ -64,12 +67,15 @@ __all__ = [
     "Graph",
     "Recording",
     "SaveKeywords",
+    "TrainingRun",
+    "TrainingWatch",
     "Watch",
     "record",
     "record_grad",
     "record_step",
     "trace",
     "watch",
+    "watch_training",
     "why_no_grad",
 ]
 
@@ -546,3 +552,100 @@ def explain_inplace(source: Any) -> _inplace.InplaceReport:
             )
         source = seen_by.trace(*roots)
     return _inplace.explain_inplace(source)
+
+
+class TrainingRun(_training.TrainingRun):
+    """A training run kept by ``watch_training`` (``gradviz.model.training.TrainingRun``)
+    that saves itself: ``save("training.html")`` writes the film strip page."""
+
+    def recording(self, step: int) -> Recording:
+        """The full recording of training step ``step`` (one of ``keep_steps``)."""
+        if step not in self.recordings:
+            raise InvalidArgument(
+                f"training step {step} was not recorded in full; recorded: "
+                f"{sorted(self.recordings) or 'none'} (watch_training(..., keep_steps=[{step}]))"
+            )
+        result: Recording = _public(self.recordings[step])
+        return result
+
+    def html(
+        self,
+        title: str = "gradviz training",
+        vanishing_below: float = _training.VANISHING_BELOW,
+        exploding_above: float = _training.EXPLODING_ABOVE,
+    ) -> str:
+        """The offline film strip: per-module gradient norms over training (log scale),
+        the loss, a slider over the training steps, and marks at the first non-finite
+        value and at each module's vanishing / exploding onset (by the two thresholds)."""
+        return filmstrip_html(self, title, vanishing_below, exploding_above)
+
+    def save(
+        self,
+        path: str | Path,
+        title: str = "gradviz training",
+        vanishing_below: float = _training.VANISHING_BELOW,
+        exploding_above: float = _training.EXPLODING_ABOVE,
+    ) -> Path:
+        """.html (the film strip page, ``html()``'s keywords) or .json (``to_dict()``),
+        written atomically."""
+        target = Path(path)
+        suffix = target.suffix.lower()
+        if suffix == ".json":
+            atomic_write(target, json_text(self.to_dict(), indent=1))
+        elif suffix == ".html":
+            atomic_write(target, self.html(title, vanishing_below, exploding_above))
+        else:
+            raise InvalidArgument(
+                f"cannot save {target.name!r}: a training run saves as .html or .json"
+            )
+        return target
+
+
+class TrainingWatch(_training_capture.TrainingWatch):
+    """The context manager ``watch_training`` returns; ``with ... as run`` gives the
+    public ``TrainingRun``."""
+
+    def __enter__(self) -> TrainingRun:
+        run = super().__enter__()
+        run.__class__ = TrainingRun
+        return cast(TrainingRun, run)
+
+    def enter_at_step(self) -> TrainingRun:
+        return cast(TrainingRun, super().enter_at_step())  # __enter__ made it public
+
+
+def watch_training(
+    model: torch.nn.Module | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    *,
+    every: int = 1,
+    keep_steps: Iterable[int] = (),
+    updates: bool = True,
+    edges: bool = False,
+    keep: Keep = "summary",
+) -> TrainingWatch:
+    """Keep, for an unmodified training loop inside the block, every ``every``-th step's
+    per-parameter gradient norms (module norms follow from them), the loss (the tensor
+    ``backward()`` ran on, or ``run.log(loss)``), each group's learning rate and, with
+    ``updates``, each parameter's ‖Δw‖ across ``optimizer.step()``; with ``edges``, the
+    norm of the gradient each backward edge sent (``run.edge_norms[step]``, by a
+    recording's edge keys: a walk of the graph and a hook per node each kept step, which
+    costs more); the steps in ``keep_steps`` are recorded in full (``run.recording(step)``,
+    with ``keep=``).
+
+    A training step is one ``optimizer.step()`` (without an optimizer: one ``backward()``).
+    Gradients and parameters are only read: training is bitwise the same with and without
+    the block, whose hooks are removed on leaving it, also on an exception. Memory:
+    ``run.bytes_per_step()`` per kept step (8 bytes per parameter tensor for each norm),
+    plus the full recordings; ``updates`` copies the parameters once per kept step while
+    ``step()`` runs.
+    """
+    return TrainingWatch(
+        model,
+        optimizer,
+        every=every,
+        keep_steps=tuple(keep_steps),
+        updates=updates,
+        edges=edges,
+        keep=keep,
+    )

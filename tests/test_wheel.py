@@ -52,7 +52,13 @@ def test_the_wheel_renders_everything_in_a_bare_venv_without_dot(tmp_path: Path)
     )
     (wheel,) = dist.glob("torch_gradviz-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for asset in ("stepper-page.js", "stepper-widget.js", "stepper.css", "themes.json"):
+    for asset in (
+        "stepper-page.js",
+        "stepper-widget.js",
+        "stepper.css",
+        "themes.json",
+        "filmstrip.js",
+    ):
         assert f"gradviz/assets/{asset}" in names
     assert "gradviz/py.typed" in names
     # the version written once, in gradviz/__init__.py; the license the metadata names

@@ -24,6 +24,7 @@ import torch
 from gradviz.cli.capture import Capture, names_in, params_in
 from gradviz.cli.output import OutputError, fitted_dot, png_size, svg_scale, writable_folder
 from gradviz.cli.terminal import EscapedStream, terminal_text
+from gradviz.cli.training import ScriptTraining
 from gradviz.errors import GradvizError
 from gradviz.objects import OptimizerStep, Recording, record
 from gradviz.render.theme import THEMES
@@ -43,6 +44,7 @@ examples:
   gradviz render train.py --call 1 --html      # the first backward() of a training loop
   gradviz render model.py --pdf --pptx         # lecture slides: one page/slide per frame
   gradviz render train.py --collapse-depth 1 --format png --max-size 1920
+  gradviz render train.py --training           # every step's gradient norms: a film strip
   gradviz demo out/                            # the built-in lessons and a gallery
 """
 
@@ -115,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         help="do not record the optimizer.step() after the recorded backward (it copies "
         "every parameter twice)",
     )
+    render.add_argument(
+        "--training",
+        action="store_true",
+        help="instead of one backward pass, keep every training step's gradient norms, loss, "
+        "learning rate and update sizes (gradviz.watch_training) and write the film strip "
+        "page NAME-training.html and NAME-training.json",
+    )
     render.add_argument("--steps", action="store_true", help="also one SVG per backward step")
     render.add_argument("--html", action="store_true", help="also an offline HTML replay")
     render.add_argument(
@@ -172,6 +181,8 @@ def _render(args: argparse.Namespace) -> int:
         args.out = writable_folder(args.out)
     except OutputError as error:
         raise CliError(str(error)) from None
+    if args.training:
+        return _render_training(script, args)
     if args.format != "json" or args.steps or args.html or args.pdf or args.pptx:
         _check_graphviz()
     started = time.perf_counter()
@@ -191,6 +202,36 @@ def _render(args: argparse.Namespace) -> int:
     steps = [p for p in written if p.name.startswith(("step-", "forward-"))]
     if steps:
         _say(f"  wrote {len(steps)} step SVGs in {steps[0].parent}/")
+    _say(f"==> {len(written)} files in {args.out}/ ({time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+def _render_training(script: Path, args: argparse.Namespace) -> int:
+    """``--training``: run the script with its first optimizer watched; write the page."""
+    started = time.perf_counter()
+    _say(f"==> running {script} (watching its training loop)")
+    training = ScriptTraining()
+    _, code = _run_script(script, args.script_args, training)
+    if code != 0:
+        return code
+    run = training.run
+    if run is None:
+        raise CliError(
+            f"{script} never called optimizer.step(): --training watches a training loop "
+            "(loss.backward(); optimizer.step())"
+        )
+    model = training.model_name or "the optimizer's parameters"
+    _say(f"    {len(run)} training steps of {model}, {len(run.params)} parameter tensors")
+    bad = run.first_nonfinite()
+    if bad is not None:
+        where = ", ".join(bad.params) or "the loss"
+        _say(f"    first non-finite value: step {bad.step} ({where})")
+    written = [
+        run.save(args.out / f"{script.stem}-training.html", title=f"{script.name}: training"),
+        run.save(args.out / f"{script.stem}-training.json"),
+    ]
+    for path in written:
+        _say(f"  wrote {path}")
     _say(f"==> {len(written)} files in {args.out}/ ({time.perf_counter() - started:.1f} s)")
     return 0
 
@@ -256,7 +297,7 @@ def _chosen_recording(
 
 
 def _run_script(
-    script: Path, script_args: list[str], capture: Capture
+    script: Path, script_args: list[str], capture: Capture | ScriptTraining
 ) -> tuple[dict[str, Any], int]:
     """Run the script as ``python script`` would: its namespace and its exit status."""
     saved_argv, saved_path = sys.argv[:], sys.path[:]

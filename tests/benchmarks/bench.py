@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
-from workloads import Workload, build  # noqa: E402
+from workloads import TrainingWorkload, Workload, build, training_workloads  # noqa: E402
 
 import gradviz  # noqa: E402
 from gradviz.errors import GradvizWarning  # noqa: E402
@@ -463,6 +463,72 @@ def measure_cold_start(repeat: int) -> dict[str, Any]:
     }
 
 
+# training steps per timed round of ``measure_training``
+TRAINING_STEPS = 20
+
+
+def measure_training(work: TrainingWorkload, repeat: int) -> dict[str, Any]:
+    """``watch_training`` around a plain training loop: norms only (``updates=False``),
+    with ‖Δw‖ (the default) and with per-edge norms (``edges=True``), against the bare
+    loop; the four take turns, each ratio the
+    median of the rounds' ratios. Memory: the run's own bytes per kept step."""
+
+    def loop() -> None:
+        for _ in range(TRAINING_STEPS):
+            work.step()
+
+    def watched(updates: bool, edges: bool = False) -> Callable[[], None]:
+        def run() -> None:
+            with gradviz.watch_training(work.model, work.optimizer, updates=updates, edges=edges):
+                loop()
+
+        return run
+
+    runs = {
+        "plain": loop,
+        "norms": watched(False),
+        "updates": watched(True),
+        "edges": watched(False, edges=True),
+    }
+    for run in runs.values():
+        run()  # warm up
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(max(2 * repeat + 1, 5)):
+        for name, run in runs.items():
+            gc.collect()
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    with gradviz.watch_training(work.model, work.optimizer) as kept:
+        work.step()
+    row: dict[str, Any] = {
+        "workload": f"training norms overhead: {work.name}",
+        "training_step_s": statistics.median(times["plain"]) / TRAINING_STEPS,
+        "training_bytes_per_step": kept.bytes_per_step(),
+        "training_params": len(kept.params),
+    }
+    for name in ("norms", "updates", "edges"):
+        ratios = [t / p for t, p in zip(times[name], times["plain"], strict=True)]
+        row[f"training_{name}_x"] = statistics.median(ratios)
+        row[f"training_{name}_range"] = (min(ratios), max(ratios))
+    return row
+
+
+def training_lines(rows: list[dict[str, Any]]) -> str:
+    lines = ["watch_training on a plain loop (one step; ratios: median of rounds):"]
+    for row in rows:
+        (n_lo, n_hi), (u_lo, u_hi) = row["training_norms_range"], row["training_updates_range"]
+        lines.append(
+            f"  {row['workload']}: step {row['training_step_s'] * 1000:.2f} ms, "
+            f"norms {row['training_norms_x']:.3f}× (rounds {n_lo:.2f}–{n_hi:.2f}), "
+            f"norms + ‖Δw‖ {row['training_updates_x']:.3f}× (rounds {u_lo:.2f}–{u_hi:.2f}), "
+            f"norms + per-edge norms {row['training_edges_x']:.3f}×, "
+            f"{row['training_bytes_per_step']} bytes per kept step "
+            f"({row['training_params']} parameter tensors)"
+        )
+    return "\n".join(lines)
+
+
 def issue_table(checks: list[dict[str, Any]]) -> str:
     """The targets as issue #15 lists them: measure, target, now (per workload)."""
     lines = ["| measure | target | now |", "|---|---|---|"]
@@ -553,6 +619,7 @@ TARGETS = [
         1.05,
         "peak memory, summaries / bare",
     ),
+    ("training_norms_x", ("training norms",), "<=", 1.1, "watch_training norms / plain loop"),
 ]
 
 
@@ -615,6 +682,12 @@ def main(argv: list[str] | None = None) -> int:
 
     wants_cold = args.only == "all" or "cold" in args.only.lower()
     cold = measure_cold_start(max(3, args.repeat)) if wants_cold else None
+    wants_training = args.only == "all" or "training" in args.only.lower()
+    training = (
+        [measure_training(work, args.repeat) for work in training_workloads()]
+        if wants_training
+        else []
+    )
     print(table(rows))
     if cold is not None:
         low, high = cold["cold_start_range"]
@@ -633,6 +706,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {row['workload']}: rec sum rounds {s_lo:.2f}–{s_hi:.2f}×, "
                 f"rec all rounds {a_lo:.2f}–{a_hi:.2f}×"
             )
+    if training:
+        print(training_lines(training))
     print()
     print(backend_table(rows))
     fresh = first_svg_in_a_fresh_process()
@@ -640,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         f"fresh process: import gradviz {fresh['import_s']:.3f} s, "
         f"then the first SVG {fresh['first_svg_s']:.3f} s"
     )
-    checks = verdicts(rows + ([cold] if cold is not None else []))
+    checks = verdicts(rows + ([cold] if cold is not None else []) + training)
     print()
     print(issue_table(checks))
     print()
@@ -683,6 +758,7 @@ def main(argv: list[str] | None = None) -> int:
                 "memory_method": MEMORY_METHOD,
                 "rows": rows,
                 "cold_start": cold,
+                "training": training,
                 "fresh_process": fresh,
                 "targets": checks,
                 "replay": replay,

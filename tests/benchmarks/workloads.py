@@ -243,3 +243,55 @@ def replay_workloads(set_name: str = "all") -> list[ReplayWorkload]:
     if set_name != "all":
         work = [w for w in work if set_name.lower() in w.name.lower()]
     return work
+
+
+# -- training loops (watch_training's overhead) ------------------------------------------------
+@dataclass
+class TrainingWorkload:
+    """A small model, its optimizer and one training step (zero_grad, forward, backward,
+    step), as a user's loop runs it."""
+
+    name: str
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    step: Callable[[], None]
+
+
+def _training(
+    name: str, model: nn.Module, optimizer: torch.optim.Optimizer, loss: Callable[[], torch.Tensor]
+) -> TrainingWorkload:
+    def step() -> None:
+        optimizer.zero_grad()
+        loss().backward()
+        optimizer.step()
+
+    return TrainingWorkload(name, model, optimizer, step)
+
+
+def training_workloads() -> list[TrainingWorkload]:
+    """Small models trained on CPU: an MLP with Adam and a transformer block with AdamW."""
+    torch.manual_seed(0)
+    mlp = nn.Sequential(
+        nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)
+    )
+    x, y = torch.randn(64, 64), torch.randint(0, 10, (64,))
+    block = nn.Sequential(
+        nn.TransformerEncoderLayer(64, 4, 128, batch_first=True),
+        nn.Flatten(),
+        nn.Linear(64 * 16, 10),
+    )
+    tokens, labels = torch.randn(16, 16, 64), torch.randint(0, 10, (16,))
+    return [
+        _training(
+            "MLP 3x256 Adam",
+            mlp,
+            torch.optim.Adam(mlp.parameters(), lr=1e-3),
+            lambda: F.cross_entropy(mlp(x), y),
+        ),
+        _training(
+            "Transformer block AdamW",
+            block,
+            torch.optim.AdamW(block.parameters(), lr=1e-3),
+            lambda: F.cross_entropy(block(tokens), labels),
+        ),
+    ]
