@@ -1,0 +1,2 @@
+// The film strip page of a training run (gradviz/stepper/filmstrip.py inlines the bundle).
+import "../src/filmstrip.js";
