@@ -386,7 +386,7 @@ def _run(
 ) -> bytes:
     """One Graphviz child process, killed at the time limit; its status and output checked."""
     command = [str(program), f"-T{fmt}"]
-    command += ["-Kneato", "-n"] if engine == "nop" else [f"-K{engine}"]
+    command += ["-Kneato", "-n2"] if engine == "nop" else [f"-K{engine}"]
     try:
         process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
