@@ -161,7 +161,7 @@ def place(dot_text: str) -> str:
     lines = dot_text.split("\n")
     nodes, edges = _parse(lines)
     layer, _ = _layering(nodes, [(src, dst) for src, dst, _ in edges])
-    _pull_sources_down(layer, edges)
+    _pull_down(layer, edges)
     cache: dict[str, tuple[float, float]] = {}
     sizes = [_node_size(lines[index], cache) for index in nodes.values()]
     labels = {index: _edge_label_size(lines[index], cache) for _, _, index in edges}
@@ -215,16 +215,21 @@ def _parse(lines: list[str]) -> tuple[dict[str, int], list[tuple[str, str, int]]
     return nodes, edges
 
 
-def _pull_sources_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None:
-    """A node with no inputs (a parameter fed into a late layer) goes just above its
-    first consumer, not at the top with a long edge down."""
-    has_parent = {dst for src, dst, _ in edges if src in layer and dst in layer and src != dst}
-    lowest: dict[str, int] = {}
+def _pull_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None:
+    """Nodes with at least as many outputs as inputs go down to just above their first
+    consumer (deepest first, so chains follow): a weight fed into a late layer sits next to
+    it, not at the top with an edge down the whole graph. Moving such a node shortens its
+    outgoing edges by at least as much as it lengthens its incoming ones."""
+    children: dict[str, list[str]] = {}
+    inputs: dict[str, int] = {}
     for src, dst, _ in edges:
-        if src in layer and dst in layer and src not in has_parent and src != dst:
-            lowest[src] = min(lowest.get(src, layer[dst]), layer[dst])
-    for name, below in lowest.items():
-        layer[name] = max(layer[name], below - 1)
+        if src in layer and dst in layer and src != dst:
+            children.setdefault(src, []).append(dst)
+            inputs[dst] = inputs.get(dst, 0) + 1
+    for name in sorted(children, key=layer.__getitem__, reverse=True):
+        below = children[name]
+        if len(below) >= inputs.get(name, 0):
+            layer[name] = max(layer[name], min(layer[child] for child in below) - 1)
 
 
 _SIZE = re.compile(r"\b(width|height)=\"?([0-9.]+)")
