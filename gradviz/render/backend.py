@@ -70,7 +70,11 @@ LAYOUT_SECONDS = 20.0
 # its module view (2,492) 1.5 s; the watched ResNet-50 combined view (162,866) over 90 s with
 # any setting. Limiting network simplex (nslimit, nslimit1) is left out: on a GRU unrolled
 # 12 steps it made dot slower (3 s -> 12-25 s) and the SVG 2.5x larger, because the badly
-# ranked graph has more virtual nodes to place (docs/architecture.md, "Layout budget").
+# ranked graph has more virtual nodes to place (docs/architecture.md, "Layout budget"); on
+# a T5-shaped replay's module view (labels on every edge) nslimit=0.5 took 40 s of CPU
+# where CHEAP_DOT alone took 4.5 s. A view without module boxes past LAYOUT_WORK goes to
+# the layered layout, which draws it whole: the T5-shaped backward view, 20 s of CPU in
+# dot, takes 1.5 s there.
 LAYOUT_WORK = 5000
 LAYERED_WORK = 30000
 CHEAP_DOT = "graph [mclimit=0.1 remincross=false];"
