@@ -1,5 +1,7 @@
 """Small models with the module trees of real ones, from plain torch (no downloads): a
-BERT-like encoder, a Llama-like decoder, a ViT, a deep MLP and a model that is one block.
+BERT-like encoder, a Llama-like decoder, a ViT, a T5-like encoder-decoder with
+cross-attention, a UNet-like conv net with skip connections, a deep MLP and a model that
+is one block.
 
 Each ``make_*`` returns the model and a function that computes its loss."""
 
@@ -190,6 +192,162 @@ class Vit(nn.Module):
         return self.head(self.norm(self.encoder(x))[:, 0])
 
 
+class CrossAttention(Attention):
+    """Queries from the decoder, keys and values from the encoder's output."""
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
+        if memory is None:
+            return super().forward(x)
+        b, t, w = x.shape
+        heads = self.heads
+
+        def split(y: torch.Tensor) -> torch.Tensor:
+            return y.view(y.shape[0], y.shape[1], heads, w // heads).transpose(1, 2)
+
+        q, k, v = split(self.query(x)), split(self.key(memory)), split(self.value(memory))
+        weights = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+        return self.output((weights @ v).transpose(1, 2).reshape(b, t, w))
+
+
+class T5Block(nn.Module):
+    """A pre-norm T5 block: self-attention, cross-attention (decoder only), feed-forward."""
+
+    def __init__(self, cross: bool) -> None:
+        super().__init__()
+        self.self_norm = RmsNorm()
+        self.self_attention = CrossAttention()
+        self.cross_norm = RmsNorm() if cross else None
+        self.cross_attention = CrossAttention() if cross else None
+        self.ff_norm = RmsNorm()
+        self.ff = GatedMlp()
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.self_attention(self.self_norm(x))
+        if self.cross_attention is not None and self.cross_norm is not None:
+            x = x + self.cross_attention(self.cross_norm(x), memory)
+        return x + self.ff(self.ff_norm(x))
+
+
+class T5Stack(nn.Module):
+    def __init__(self, shared: nn.Embedding, layers: int, cross: bool) -> None:
+        super().__init__()
+        self.embed_tokens = shared
+        self.block = nn.ModuleList(T5Block(cross) for _ in range(layers))
+        self.final_layer_norm = RmsNorm()
+
+    def forward(self, ids: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.embed_tokens(ids)
+        for block in self.block:
+            x = block(x, memory)
+        return self.final_layer_norm(x)
+
+
+class T5(nn.Module):
+    """T5's tree: ``shared`` embedding, ``encoder`` and ``decoder`` stacks, ``lm_head``."""
+
+    def __init__(self, vocab: int = 50, layers: int = 6) -> None:
+        super().__init__()
+        self.shared = nn.Embedding(vocab, WIDTH)
+        self.encoder = T5Stack(self.shared, layers, cross=False)
+        self.decoder = T5Stack(self.shared, layers, cross=True)
+        self.lm_head = nn.Linear(WIDTH, vocab, bias=False)
+
+    def forward(self, ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.decoder(targets, self.encoder(ids)))
+
+
+class ResBlock(nn.Module):
+    def __init__(self, channels_in: int, channels_out: int) -> None:
+        super().__init__()
+        self.norm1 = nn.GroupNorm(2, channels_in)
+        self.conv1 = nn.Conv2d(channels_in, channels_out, 3, padding=1)
+        self.norm2 = nn.GroupNorm(2, channels_out)
+        self.conv2 = nn.Conv2d(channels_out, channels_out, 3, padding=1)
+        self.skip = nn.Conv2d(channels_in, channels_out, 1) if channels_in != channels_out else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv1(F.silu(self.norm1(x)))
+        h = self.conv2(F.silu(self.norm2(h)))
+        return h + (x if self.skip is None else self.skip(x))
+
+
+class DownBlock(nn.Module):
+    def __init__(self, channels_in: int, channels_out: int) -> None:
+        super().__init__()
+        self.resnets = nn.ModuleList(
+            [ResBlock(channels_in, channels_out), ResBlock(channels_out, channels_out)]
+        )
+        self.downsample = nn.Conv2d(channels_out, channels_out, 3, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        skips = []
+        for resnet in self.resnets:
+            x = resnet(x)
+            skips.append(x)
+        return self.downsample(x), skips
+
+
+class UpBlock(nn.Module):
+    def __init__(self, channels_in: int, channels_skip: int, channels_out: int) -> None:
+        super().__init__()
+        self.resnets = nn.ModuleList(
+            [
+                ResBlock(channels_in + channels_skip, channels_out),
+                ResBlock(channels_out + channels_skip, channels_out),
+            ]
+        )
+        self.upsample = nn.Conv2d(channels_out, channels_out, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, skips: list[torch.Tensor]) -> torch.Tensor:
+        x = F.interpolate(x, scale_factor=2.0, mode="nearest")
+        for resnet in self.resnets:
+            x = resnet(torch.cat([x, skips.pop()], dim=1))
+        return self.upsample(x)
+
+
+class UNet(nn.Module):
+    """A diffusion UNet's tree: ``conv_in``, ``down_blocks``, ``mid_block``, ``up_blocks``
+    (each fed the down blocks' outputs by skip connections), ``conv_out``."""
+
+    def __init__(self, widths: tuple[int, ...] = (8, 16, 16)) -> None:
+        super().__init__()
+        self.conv_in = nn.Conv2d(3, widths[0], 3, padding=1)
+        ins = (widths[0], *widths[:-1])
+        self.down_blocks = nn.ModuleList(DownBlock(i, o) for i, o in zip(ins, widths, strict=True))
+        self.mid_block = ResBlock(widths[-1], widths[-1])
+        ups = list(reversed(widths))
+        self.up_blocks = nn.ModuleList(
+            UpBlock(c, o, o) for c, o in zip((widths[-1], *ups[:-1]), ups, strict=True)
+        )
+        self.conv_out = nn.Conv2d(widths[0], 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_in(x)
+        skips: list[list[torch.Tensor]] = []
+        for down in self.down_blocks:
+            x, kept = down(x)
+            skips.append(kept)
+        x = self.mid_block(x)
+        for up in self.up_blocks:
+            x = up(x, skips.pop())
+        return self.conv_out(x)
+
+
+def make_t5() -> tuple[nn.Module, Loss]:
+    torch.manual_seed(0)
+    model = T5()
+    ids, targets = torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 6))
+    return model, lambda: F.cross_entropy(
+        model(ids, targets[:, :-1]).flatten(0, 1), targets[:, 1:].flatten()
+    )
+
+
+def make_unet() -> tuple[nn.Module, Loss]:
+    torch.manual_seed(0)
+    model, images = UNet(), torch.randn(2, 3, 16, 16)
+    return model, lambda: (model(images) - images).square().mean()
+
+
 def make_bert() -> tuple[nn.Module, Loss]:
     torch.manual_seed(0)
     model, ids = BertClassifier(), torch.randint(0, 50, (2, 8))
@@ -241,3 +399,7 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, Loss]]] = {
     "deep_mlp": make_deep_mlp,
     "one_block": make_one_block,
 }
+
+# Bigger models, kept out of MODELS (each test that loops over MODELS would lay them out):
+# the layout-budget tests use them.
+BIG_MODELS: dict[str, Callable[[], tuple[nn.Module, Loss]]] = {"t5": make_t5, "unet": make_unet}

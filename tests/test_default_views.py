@@ -13,7 +13,7 @@ from torch import nn
 
 import gradviz
 from gradviz.errors import GradvizWarning
-from gradviz.render import backend
+from gradviz.render import backend, layered
 from gradviz.stepper.page import available_views, stepper_payload, unpack_state
 
 pytestmark = pytest.mark.needs_dot
@@ -38,8 +38,11 @@ def test_the_combined_view_beyond_dot_is_left_out_and_said_once(
 ) -> None:
     rec = watched()
     # one side of the combined view weighs more than this (so do the backward and module
-    # views: those stay in the page, laid out by the layered layout, which says so)
+    # views: those stay in the page, laid out by the layered layout, which says so), and
+    # is taken to have module boxes, which the layered layout would leave out (a view
+    # without them it draws whole, and the page keeps)
     monkeypatch.setattr(backend, "LAYERED_WORK", 60)
+    monkeypatch.setattr(layered.LayoutCost, "flat", property(lambda cost: False))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", GradvizWarning)
         page = rec.save(tmp_path / "replay.html").read_text(encoding="utf-8")

@@ -186,10 +186,18 @@ def test_the_plan_weighs_long_edges_not_only_nodes() -> None:
     assert clustered.work == 2 * flat.work  # (the legend is a cluster of its own)
 
 
+def boxed_dot() -> str:
+    """A small watched model's view in module boxes (clusters)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    with gradviz.watch(model) as w:
+        value = model(torch.ones(2, 3)).sum()
+    return w.trace(value).to_dot(modules=True)
+
+
 def test_a_costly_view_gets_cheaper_dot_settings_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    graph = lesson_graph()
     seen: list[str] = []
     real = backend.run_graphviz
 
@@ -200,14 +208,32 @@ def test_a_costly_view_gets_cheaper_dot_settings_and_says_so(
     monkeypatch.setattr(backend, "run_graphviz", spy)
     monkeypatch.setattr(backend, "LAYOUT_WORK", 1)
     with pytest.warns(GradvizWarning, match="fewer optimisation rounds"):
-        backend.run_dot(graph.to_dot())
+        backend.run_dot(boxed_dot())
     assert backend.CHEAP_DOT in seen[0]
     monkeypatch.setattr(backend, "LAYERED_WORK", 2)
     seen.clear()
-    with pytest.warns(GradvizWarning, match="placed the nodes in layers"):
-        backend.run_dot(graph.to_dot())
+    with pytest.warns(GradvizWarning, match="placed the nodes in layers itself without its"):
+        backend.run_dot(boxed_dot())  # the layered layout leaves the module boxes out
     assert [backend.CHEAP_DOT in text for text in seen] == [False]  # only the drawing call
     assert "pos=" in seen[0]
+
+
+def test_a_costly_view_without_boxes_goes_to_the_layered_layout_silently(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The layered layout draws such a view whole (edges routed between the nodes), so
+    it is chosen as soon as dot would be slow, and nothing needs saying."""
+    seen: list[str] = []
+    real = backend.run_graphviz
+
+    def spy(text: str, fmt: str = "svg", engine: str = "dot", seconds: Any = None) -> bytes:
+        seen.append(engine)
+        return real(text, fmt, engine, seconds)
+
+    monkeypatch.setattr(backend, "run_graphviz", spy)
+    monkeypatch.setattr(backend, "LAYOUT_WORK", 1)
+    backend.run_dot(lesson_graph().to_dot())  # warnings are errors here
+    assert seen == ["nop"]
 
 
 # -- PNG and PDF without system programs ------------------------------------------------------

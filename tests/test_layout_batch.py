@@ -14,7 +14,7 @@ from torch import nn
 import gradviz
 from gradviz.errors import GradvizWarning, GraphvizFailed
 from gradviz.model.recording import Recording
-from gradviz.render import backend
+from gradviz.render import backend, layered
 from gradviz.replay import layouts
 from gradviz.replay.frames import step_svg
 from gradviz.replay.modules import view_options
@@ -97,6 +97,8 @@ def test_a_fallback_in_a_worker_warns_the_caller_once_per_view(
 ) -> None:
     recording = _watched()
     monkeypatch.setattr(backend, "LAYOUT_WORK", 1)
+    # taken to have module boxes (a view without them would go to the layered layout)
+    monkeypatch.setattr(layered.LayoutCost, "flat", property(lambda cost: False))
     with pytest.warns(GradvizWarning, match="fewer optimisation rounds") as told:
         stepper_payload(recording, views=["backward", "combined"])
     # one warning per Graphviz run: the backward view, the combined view's two sides

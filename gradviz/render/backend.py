@@ -12,8 +12,9 @@ process with a timeout, so a runaway layout is killed and can never hang the cal
 
 Before ``dot`` runs, each view's cost is estimated (``render.layered.estimate``: nodes, edges,
 clusters and the virtual nodes of long edges); a view over the budget, or one that ``dot`` does
-not finish within ``LAYOUT_SECONDS``, is placed by gradviz's own layered layout instead, and a
-``GradvizWarning`` says so. PNG and PDF are drawn from the SVG by ``render.raster``.
+not finish within ``LAYOUT_SECONDS``, is placed by gradviz's own layered layout instead (a
+``GradvizWarning`` says so where that loses something: module boxes, or a timed-out ``dot``).
+PNG and PDF are drawn from the SVG by ``render.raster``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,11 @@ LAYOUT_SECONDS = 20.0
 # its module view (2,492) 1.5 s; the watched ResNet-50 combined view (162,866) over 90 s with
 # any setting. Limiting network simplex (nslimit, nslimit1) is left out: on a GRU unrolled
 # 12 steps it made dot slower (3 s -> 12-25 s) and the SVG 2.5x larger, because the badly
-# ranked graph has more virtual nodes to place (docs/architecture.md, "Layout budget").
+# ranked graph has more virtual nodes to place (docs/architecture.md, "Layout budget"); on
+# a T5-shaped replay's module view (labels on every edge) nslimit=0.5 took 40 s of CPU
+# where CHEAP_DOT alone took 4.5 s. A view without module boxes past LAYOUT_WORK goes to
+# the layered layout, which draws it whole: the T5-shaped backward view, 20 s of CPU in
+# dot, takes 1.5 s there.
 LAYOUT_WORK = 5000
 LAYERED_WORK = 30000
 CHEAP_DOT = "graph [mclimit=0.1 remincross=false];"
@@ -100,7 +105,12 @@ def _budget() -> float:
 def layout_plan(cost: layered.LayoutCost) -> str:
     """``"dot"`` when Graphviz ``dot`` should lay this view out as it is, ``"cheap"`` for
     ``dot`` with fewer optimisation rounds, ``"layered"`` for gradviz's own layered layout
-    (too many nodes, or too much work for any ``dot`` setting within the budget)."""
+    (too many nodes, or too much work for any ``dot`` setting within the budget). A view
+    without module boxes goes to the layered layout as soon as ``dot`` would need more
+    than LAYOUT_WORK: it draws such a view as ``dot`` would (edges routed between the
+    nodes, labels in their own layers), in linear time."""
+    if cost.flat and cost.work > LAYOUT_WORK:
+        return "layered"
     if cost.nodes > layered.LARGE_GRAPH_NODES or cost.work > LAYERED_WORK:
         return "layered"
     return "cheap" if cost.work > LAYOUT_WORK else "dot"
@@ -125,7 +135,8 @@ def run_dot(
     With the default ``engine="dot"`` the view's cost decides (``layout_plan``): a view too
     big for ``dot`` within the budget (``seconds``, else ``LAYOUT_SECONDS``), or one that
     ``dot`` does not finish in time, is placed by gradviz's layered layout
-    (``gradviz.render.layered``) and drawn with straight edges; a ``GradvizWarning`` says so.
+    (``gradviz.render.layered``: edges routed between the nodes, module boxes left out; a
+    ``GradvizWarning`` says so where boxes are lost or ``dot`` timed out).
     ``dpi`` sets a PNG's resolution (``render.raster.DEFAULT_DPI`` when None).
     """
     if fmt not in FORMATS:
@@ -145,14 +156,15 @@ def _laid_out(dot_text: str, engine: str, budget: float) -> tuple[bytes, list[st
     plan = layout_plan(cost)
     notes: list[str] = []
     if plan == "layered":
-        notes.append(_fallback_note(cost, "more than Graphviz dot lays out quickly"))
+        if not cost.flat:
+            notes.append(_fallback_note(cost, "more than Graphviz dot lays out quickly", dot_text))
     else:
         text = dot_text if plan == "dot" else _with_graph_attributes(dot_text, CHEAP_DOT)
         try:
             svg = run_graphviz(text, "svg", "dot", budget)
         except GraphvizTimeout:
             why = f"Graphviz dot did not finish within the {budget:g} s budget"
-            notes.append(_fallback_note(cost, why))
+            notes.append(_fallback_note(cost, why, dot_text))
         else:
             if plan == "cheap":
                 notes.append(_cheap_note(cost))
@@ -175,12 +187,16 @@ def _cheap_note(cost: layered.LayoutCost) -> str:
     )
 
 
-def _fallback_note(cost: layered.LayoutCost, why: str) -> str:
+def _fallback_note(cost: layered.LayoutCost, why: str, dot_text: str) -> str:
+    """Says what the layered layout drew instead, and advises ``fold=True`` only where the
+    DOT's writer found repeated blocks to fold (``layered.FOLDABLE``)."""
+    boxes = f" without its {cost.boxes} module boxes" if cost.boxes else ""
+    fold = "fold=True draws its repeated blocks once; " if layered.FOLDABLE in dot_text else ""
     return (
         f"this view has {cost.nodes} nodes and {cost.edges} edges ({cost.span} edge segments "
         f"across layers, {cost.clusters} clusters), {why}: gradviz placed the nodes in layers "
-        "itself and drew straight edges. fold=True draws repeated blocks once; "
-        "GRADVIZ_LAYOUT_SECONDS or gradviz.render.backend.LAYOUT_WORK give dot more room."
+        f"itself{boxes}. {fold}GRADVIZ_LAYOUT_SECONDS or gradviz.render.backend.LAYOUT_WORK "
+        "give dot more room."
     )
 
 
@@ -386,7 +402,7 @@ def _run(
 ) -> bytes:
     """One Graphviz child process, killed at the time limit; its status and output checked."""
     command = [str(program), f"-T{fmt}"]
-    command += ["-Kneato", "-n"] if engine == "nop" else [f"-K{engine}"]
+    command += ["-Kneato", "-n2"] if engine == "nop" else [f"-K{engine}"]
     try:
         process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE

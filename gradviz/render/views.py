@@ -12,6 +12,7 @@ from gradviz.errors import GradvizWarning
 from gradviz.model.graph import Graph
 from gradviz.render.dot import _DotWriter, check_ids
 from gradviz.render.fold import fold_with_reason
+from gradviz.render.layered import FOLDABLE
 from gradviz.render.options import RenderOptions
 from gradviz.render.watched import forward_aware_dot
 
@@ -30,5 +31,23 @@ def to_dot(graph: Graph, options: RenderOptions | None = None) -> str:
             warnings.warn(f"fold=True folded nothing: {why}", GradvizWarning, stacklevel=3)
     if options.view == "forward" or graph.forward is not None or options.modules or options.marks:
         # views that use watch() data
-        return forward_aware_dot(graph, options)
-    return _DotWriter(graph, options).write()
+        dot = forward_aware_dot(graph, options)
+    else:
+        dot = _DotWriter(graph, options).write()
+    if not options.fold and options.view != "forward" and _worth_folding(graph):
+        dot = f"{dot.rstrip()}\n{FOLDABLE}\n"
+    return dot
+
+
+# Graphs this size may take dot long enough for the layout's warnings to advise fold=True;
+# checking whether anything folds costs about 0.1 ms a node, so bigger ones are not checked.
+FOLD_HINT_NODES = (500, 20_000)
+
+
+def _worth_folding(graph: Graph) -> bool:
+    """True when ``fold=True`` would fold repeated blocks of this graph (checked only for
+    graphs big enough to need it: see FOLD_HINT_NODES)."""
+    low, high = FOLD_HINT_NODES
+    if not low <= len(graph.nodes) <= high:
+        return False
+    return not fold_with_reason(graph)[1]

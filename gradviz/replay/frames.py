@@ -444,13 +444,14 @@ def start_layouts(
 
 
 def beyond_dot(recording: Recording, view_options: dict[str, Any]) -> bool:
-    """True when Graphviz ``dot`` would not lay this view out within its budget
-    (``render.backend.layout_plan``: gradviz's layered layout would place it instead). Its
-    DOT is written once per open ``start_layouts`` batch, so weighing it costs nothing more
-    when it is laid out after."""
+    """True when neither Graphviz ``dot`` within its budget nor gradviz's layered layout
+    would draw this view whole (``render.backend.layout_plan``: the layered layout leaves
+    module boxes out). Its DOT is written once per open ``start_layouts`` batch, so weighing
+    it costs nothing more when it is laid out after."""
     render_options = replay_options(recording, **view_options)
     view = view_dot(recording, render_options, repr(sorted(view_options.items())))
-    return any(layout_plan(estimate(text)) == "layered" for text in view.texts)
+    costs = [estimate(text) for text in view.texts]
+    return any(layout_plan(cost) == "layered" and not cost.flat for cost in costs)
 
 
 def step_svg(recording: Recording, index: int, **options: Any) -> str:
