@@ -11,6 +11,7 @@ __all__ = [
     "GraphFreed",
     "GraphvizFailed",
     "GraphvizNotFound",
+    "GraphvizOutOfMemory",
     "GraphvizTimeout",
     "InvalidArgument",
     "InvalidInput",
@@ -68,6 +69,10 @@ class GraphvizFailed(GradvizError, RuntimeError):
 
 class GraphvizTimeout(GraphvizFailed):
     """A Graphviz call did not finish within its time limit and was stopped."""
+
+
+class GraphvizOutOfMemory(GraphvizFailed):
+    """Graphviz ran out of memory (the cap gradviz sets on its process, or the machine's)."""
 
 
 class BackwardFailed(GradvizError, RuntimeError):

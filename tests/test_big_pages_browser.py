@@ -54,7 +54,7 @@ def gpt_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recording, Path]
 def _open(browser: Any, path: Path) -> tuple[Any, Any, list[str]]:
     page, requests, errors = open_local(browser, path)
     page.set_viewport_size({"width": 1600, "height": 900})
-    page.wait_for_selector(".gv-stepper svg", timeout=60_000)
+    page.wait_for_selector(".gv-stepper svg")
     assert all(url.startswith(("file:", "data:", "blob:")) for url in requests)
     return page, page.query_selector(".gv-stepper"), errors
 

@@ -390,7 +390,6 @@ def test_jupyterlab_stepper(ten_ops: Recording, tmp_path: Path) -> None:
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-        page.set_default_timeout(90_000)
         run_all_cells(page, url)
         page.wait_for_function("() => document.querySelectorAll('.gv-stepper').length === 3")
         first, second, hostile = page.query_selector_all(".gv-stepper")
@@ -463,7 +462,7 @@ def test_stepping_a_3000_node_replay(tmp_path: Path) -> None:
     with chromium(tmp_path / "profile") as context:
         page = context.new_page()
         page.goto(page_file.as_uri())
-        root = page.wait_for_selector(".gv-stepper", timeout=60_000)
+        root = page.wait_for_selector(".gv-stepper")
         timings = []
         for node_id in recording.order[:40]:
             timings.append(page.evaluate(TIMED_CLICK, [root, ".gv-next"]))

@@ -502,7 +502,8 @@ def test_pages_stay_inert_in_chromium(browser: Any, tmp_path: Path) -> None:
             dialog.dismiss()
 
         page.on("dialog", opened)
-        page.wait_for_timeout(50)
+        # loaded: every inline script and image handler that could run has run
+        page.wait_for_function("document.readyState === 'complete'")
         scripts = {"fallback": 0, "widget": 2}.get(name, 3)  # pages: + the damaged-file check
         assert page.evaluate(INJECTED) == {
             "imgs": 0, "scripts": scripts, "foreign": 0, "handlers": 0

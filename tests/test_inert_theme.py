@@ -258,6 +258,11 @@ INJECTED = (
     '<a id="gvlink" href="javascript:window.gvPwned=\'link\'">x</a>'
 )
 
+# What the page's policy blocks from now on, as "blocked-URI directive".
+BLOCKED = """() => { window.gvBlocked = [];
+  document.addEventListener("securitypolicyviolation",
+    (e) => window.gvBlocked.push(`${e.blockedURI} ${e.violatedDirective}`)); }"""
+
 
 @pytest.mark.browser
 @pytest.mark.needs_dot
@@ -274,8 +279,10 @@ def test_injected_markup_cannot_run_in_chromium(tmp_path: Path) -> None:
     with chromium(tmp_path / "profile") as context:
         page, requests, errors = open_local(context, path)
         root = page.wait_for_selector(".gv-stepper")
+        page.evaluate(BLOCKED)
         page.click("#gvlink")
-        page.wait_for_timeout(300)
+        # a state, not a pause: the policy has blocked the link's script (it reports that)
+        page.wait_for_function("window.gvBlocked.some((v) => v.startsWith('inline'))")
         assert page.evaluate("window.gvPwned === undefined")
         assert errors == []
         step = int(page.evaluate("(root) => root.dataset.step", root))

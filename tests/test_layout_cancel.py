@@ -5,6 +5,7 @@ limit (Python would wait for them before it exits)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from concurrent.futures import wait
 from pathlib import Path
@@ -91,5 +92,18 @@ def test_ctrl_c_during_a_save_stops_every_layout_still_running(
         recording.save(tmp_path / "replay.html")
     started = _started(pids, backend.LAYOUT_WORKERS)
     assert _all_gone(started), "a layout of the interrupted save still runs"
-    time.sleep(0.5)  # queued layouts were left out: no new dot started after the interrupt
-    assert len(pids.read_text().split()) == len(started)
+    assert _workers_free(), "a layout queued before the interrupt runs"
+    assert len(pids.read_text().split()) == len(started)  # no new dot started
+
+
+def _workers_free() -> bool:
+    """Whether every layout thread comes to a task submitted now (a state, not a pause):
+    the pool takes tasks in order, so each layout queued before was left out or has ended."""
+    free = threading.Barrier(backend.LAYOUT_WORKERS + 1, timeout=60)
+    for _ in range(backend.LAYOUT_WORKERS):
+        backend._workers().submit(free.wait)
+    try:
+        free.wait()
+    except threading.BrokenBarrierError:
+        return False
+    return True

@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.executable).parent.parent  # the venv running the tests, as make's VENV
-START_LIMIT = 120  # seconds for JupyterLab to answer; it takes a few
+START_LIMIT = 300  # seconds for JupyterLab to answer; a few, minutes on a busy machine
 
 
 def lab_command() -> list[str]:
@@ -81,14 +81,14 @@ def test_make_lab_starts_jupyterlab_on_the_notebooks(tmp_path: Path) -> None:
             assert lab.poll() is None, (tmp_path / "lab.log").read_text()[-2000:]
             try:
                 url = f"http://127.0.0.1:{port}/api/contents?token={token}"
-                with urllib.request.urlopen(url, timeout=5) as response:
+                with urllib.request.urlopen(url, timeout=30) as response:
                     answer = response.read().decode("utf-8")
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.5)
         assert answer is not None, "JupyterLab did not answer in time"
         assert "00-tour.ipynb" in answer  # it serves notebooks/
         lab_page = f"http://127.0.0.1:{port}/lab?token={token}"
-        with urllib.request.urlopen(lab_page, timeout=30) as response:
+        with urllib.request.urlopen(lab_page, timeout=120) as response:
             assert response.status == 200 and "JupyterLab" in response.read().decode("utf-8")
     finally:
         os.killpg(lab.pid, signal.SIGTERM)

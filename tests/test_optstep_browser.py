@@ -119,7 +119,7 @@ def test_a_gpt_step_page_stays_light_and_shows_adamw(browser: Any, tmp_path: Pat
     assert size <= PAGE_BYTES_PER_1000_NODES * nodes / 1000
     page, _, errors = open_local(browser, path)
     page.set_viewport_size({"width": 1600, "height": 900})
-    page.wait_for_selector(".gv-stepper svg", timeout=60_000)
+    page.wait_for_selector(".gv-stepper svg")
     root = page.query_selector(".gv-stepper")
     root.query_selector(".gv-opt-btn").click()
     page.wait_for_selector(".gv-optstep")

@@ -15,8 +15,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from gradviz.model.graph import Graph, Node, TensorRecord
+from gradviz.model.values import Role
 
-__all__ = ["known_names", "narrating", "rank_among_type", "recorded_text", "tensors_at"]
+__all__ = [
+    "known_names",
+    "named_constants",
+    "narrating",
+    "rank_among_type",
+    "recorded_text",
+    "roots",
+    "tensors_at",
+]
 
 
 @dataclass
@@ -26,6 +35,8 @@ class _Index:
     tensors: dict[str, list[TensorRecord]] = field(default_factory=dict)
     ranks: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (rank, of how many)
     names: frozenset[str] | None = None
+    roots: list[TensorRecord] = field(default_factory=list)
+    constants: list[TensorRecord] = field(default_factory=list)  # the named ones
     texts: dict[tuple[int, str], tuple[object, str]] = field(default_factory=dict)
 
 
@@ -56,6 +67,8 @@ def _build(graph: Graph) -> _Index:
     for record in graph.tensors:
         if record.node_id is not None:
             index.tensors.setdefault(record.node_id, []).append(record)
+    index.roots = _roots(graph)
+    index.constants = _named_constants(graph)
     by_type: dict[str, list[str]] = {}
     for node in graph.nodes:
         by_type.setdefault(node.type_name, []).append(node.id)
@@ -84,6 +97,26 @@ def rank_among_type(graph: Graph, node: Node) -> tuple[int, int]:
         return index.ranks[node.id]
     same = [n.id for n in graph.nodes if n.type_name == node.type_name]
     return same.index(node.id), len(same)
+
+
+def roots(graph: Graph) -> list[TensorRecord]:
+    """The records of the tensors backward started from (do not change the list)."""
+    index = _open(graph)
+    return _roots(graph) if index is None else index.roots
+
+
+def _roots(graph: Graph) -> list[TensorRecord]:
+    return [t for t in graph.tensors if t.is_root]
+
+
+def named_constants(graph: Graph) -> list[TensorRecord]:
+    """The records of the graph's named constants (do not change the list)."""
+    index = _open(graph)
+    return _named_constants(graph) if index is None else index.constants
+
+
+def _named_constants(graph: Graph) -> list[TensorRecord]:
+    return [t for t in graph.tensors if t.role is Role.CONSTANT and t.name]
 
 
 def known_names(graph: Graph) -> frozenset[str]:

@@ -6,7 +6,13 @@ import torch
 
 from gradviz.escape import isolated
 from gradviz.explain.formulas import FALLBACK_SYMBOLS, FORMULAS, OPERAND_SAVED
-from gradviz.explain.lookup import known_names, rank_among_type, tensors_at
+from gradviz.explain.lookup import (
+    known_names,
+    named_constants,
+    rank_among_type,
+    roots,
+    tensors_at,
+)
 from gradviz.explain.terms import (
     _Ctx,
 )
@@ -29,8 +35,8 @@ def _tensor_name(graph: Graph, node_id: str, output_nr: int) -> str | None:
 
 
 def _root_name(graph: Graph) -> str:
-    roots = [t for t in graph.tensors if t.is_root]
-    return isolated(roots[0].name) if len(roots) == 1 and roots[0].name else "L"
+    found = roots(graph)
+    return isolated(found[0].name) if len(found) == 1 and found[0].name else "L"
 
 
 def _leaf_name(graph: Graph, node_id: str) -> str | None:
@@ -83,9 +89,9 @@ def _constant_name(ctx: _Ctx, saved: str) -> str | None:
     raw, live = ctx.saved_raw(saved), ctx._live().get(saved)
     dtype = _dtype(raw) or _dtype(live)
     matches = []
-    for record in graph.tensors:
+    for record in named_constants(graph):
         data = None if record.data is None else _as_tensor(record.data)
-        if record.role is not Role.CONSTANT or not record.name or data is None:
+        if not record.name or data is None:
             continue
         if data.shape != tensor.shape or not torch.equal(data, tensor):
             continue
@@ -159,8 +165,7 @@ def _unkept_constant(ctx: _Ctx) -> str | None:
     the graph and its shape fits the output. (A Python number, ``s + 0.25``, leaves no trace
     to tell it from that constant; under ``watch()`` the forward op tells.)
     """
-    graph = ctx.recording.graph
-    constants = [t for t in graph.tensors if t.role is Role.CONSTANT and t.name]
+    constants = named_constants(ctx.recording.graph)
     if len(constants) != 1 or not _fits(tuple(constants[0].shape), _output_shape(ctx)):
         return None
     return isolated(constants[0].name or "")
@@ -190,17 +195,38 @@ _PLACEHOLDERS = ("u", "v", "w", "p", "q", "r", "s")
 _SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
-def _fresh(candidates: tuple[str, ...], used: set[str]) -> str:
+class _Taken:
+    """The names a placeholder may not take: the graph's (read, never copied: a graph with
+    thousands of named tensors is narrated one node at a time) and those of this node."""
+
+    def __init__(self, known: frozenset[str], own: set[str]) -> None:
+        self._known = known
+        self._own = own
+        self.numbers: dict[str, int] = {}  # per first candidate, the subscript to try next
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._own or name in self._known
+
+    def add(self, name: str) -> None:
+        self._own.add(name)
+
+
+def _fresh(candidates: tuple[str, ...], used: _Taken) -> str:
     """The first candidate no tensor is called, else the first with a subscript: 'u₂'.
+
+    Names are only ever added to ``used``, so the subscripts are searched on from where the
+    last search stopped: a node with thousands of unnamed inputs counts up once in all.
 
     Never a prime: 'x′' reads as a derivative (and as the real x) in a lesson on them."""
     for candidate in candidates:
         if candidate not in used:
             return candidate
-    number = 2
-    while f"{candidates[0]}{number}".translate(_SUBSCRIPTS) in used:
+    base = candidates[0]
+    number = used.numbers.get(base, 2)
+    while f"{base}{number}".translate(_SUBSCRIPTS) in used:
         number += 1
-    return f"{candidates[0]}{number}".translate(_SUBSCRIPTS)
+    used.numbers[base] = number
+    return f"{base}{number}".translate(_SUBSCRIPTS)
 
 
 def _stands_for(graph: Graph, edge: Edge) -> str:
@@ -238,7 +264,7 @@ def _symbols(ctx: _Ctx, depth: int) -> list[str]:
                 scalar = value is not None and value.numel() == 1
                 name = format_number(float(value)) if value is not None and scalar else None
         names.append(name)
-    used = {n for n in names if n} | known_names(graph)
+    used = _Taken(known_names(graph), {n for n in names if n})
     out = []
     for edge, name in zip(ctx.edges, names, strict=True):
         if name is None:

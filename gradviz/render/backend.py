@@ -19,11 +19,14 @@ PNG and PDF are drawn from the SVG by ``render.raster``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +38,7 @@ from gradviz.errors import (
     GradvizWarning,
     GraphvizFailed,
     GraphvizNotFound,
+    GraphvizOutOfMemory,
     GraphvizTimeout,
 )
 from gradviz.render import layered
@@ -50,6 +54,7 @@ __all__ = [
     "LAYOUT_SECONDS",
     "LAYOUT_WORK",
     "LAYOUT_WORKERS",
+    "MEMORY_LIMIT",
     "PendingSvg",
     "backend_name",
     "check_output",
@@ -165,6 +170,9 @@ def _laid_out(dot_text: str, engine: str, budget: float) -> tuple[bytes, list[st
         except GraphvizTimeout:
             why = f"Graphviz dot did not finish within the {budget:g} s budget"
             notes.append(_fallback_note(cost, why, dot_text))
+        except GraphvizOutOfMemory:
+            why = "Graphviz dot ran out of memory laying it out"
+            notes.append(_fallback_note(cost, why, dot_text))
         else:
             if plan == "cheap":
                 notes.append(_cheap_note(cost))
@@ -245,7 +253,7 @@ class _Job:
         with self._lock:
             self.cancelled = True
             if self._process is not None and self._process.poll() is None:
-                self._process.kill()
+                _kill_group(self._process)
 
 
 _worker = threading.local()  # .job: the _Job a layout thread is running now
@@ -400,40 +408,122 @@ def _run_system(dot_text: str, fmt: str, engine: str, seconds: float) -> bytes:
 def _run(
     program: Path, backend: str, dot_text: str, fmt: str, engine: str, seconds: float
 ) -> bytes:
-    """One Graphviz child process, killed at the time limit; its status and output checked."""
+    """One Graphviz child process, in a process group of its own with its memory capped
+    (``MEMORY_LIMIT``), killed with everything it started at the time limit; its status and
+    output checked."""
     command = [str(program), f"-T{fmt}"]
     command += ["-Kneato", "-n2"] if engine == "nop" else [f"-K{engine}"]
     try:
         process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except OSError as error:
         raise GraphvizNotFound(f"cannot run {program}: {error}") from None
+    cap = _cap_memory(process.pid)  # before it reads its input, so before it lays out
+    who = f"Graphviz '{engine}' ({backend}, {program})"
     with process:
         job: _Job | None = getattr(_worker, "job", None)
         if job is not None and not job.adopt(process):
-            process.kill()
+            _kill_group(process)
         try:
             stdout, stderr = process.communicate(dot_text.encode("utf-8"), timeout=seconds)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
+            _end(process)
             raise GraphvizTimeout(
-                f"Graphviz '{engine}' ({backend}, {program}) did not finish within {seconds:g} s "
-                "and was stopped"
+                f"{who} did not finish within {seconds:g} s and was stopped"
             ) from None
         except BaseException:  # Ctrl-C while waiting: the child goes too
-            process.kill()
+            _end(process)
             raise
     if job is not None and job.cancelled:
         raise _Cancelled("the layout was cancelled (its page is no longer being made)")
     if process.returncode != 0:
         message = stderr.decode("utf-8", "replace").strip()[-2000:] or "no message"
+        if _out_of_memory(process.returncode, message, cap):
+            raise GraphvizOutOfMemory(_memory_text(who, process.returncode, message, cap))
         raise GraphvizFailed(
-            f"Graphviz '{engine}' ({backend}, {program}) exited with status "
-            f"{process.returncode}: {message}. {_switch_hint(backend)}"
+            f"{who} exited with status {process.returncode}: {message}. {_switch_hint(backend)}"
         )
     return stdout
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child and every process it started (they share its process group: a
+    ``dot`` wrapper that runs the layout in a child of its own must not outlive the limit,
+    nor keep the pipes open that ``communicate`` waits on)."""
+    if sys.platform != "win32":
+        with contextlib.suppress(OSError):  # the group is gone already, or is not ours
+            os.killpg(process.pid, signal.SIGKILL)
+    if process.poll() is None:
+        process.kill()
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Kill the child's group, then reap the child (its pipes are closed without reading
+    them: a process outside the group may still hold them open)."""
+    _kill_group(process)
+    process.wait()
+
+
+# -- the memory cap ----------------------------------------------------------------------------
+# The most address space one Graphviz child may use (bytes), None: half the machine's memory.
+# A 50,000-node chain took dot 2.9 GB: a view too big for the cap is laid out by gradviz's
+# layered layout instead, with a warning, before it can push the machine into swapping.
+MEMORY_LIMIT: int | None = None
+
+_OUT_OF_MEMORY = re.compile(
+    r"out of memory|memory allocation of|cannot allocate|MemoryError|bad_alloc", re.IGNORECASE
+)
+
+
+def _memory_cap() -> int | None:
+    if MEMORY_LIMIT is not None:
+        return MEMORY_LIMIT
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return total // 2 if total > 0 else None
+
+
+def _cap_memory(pid: int) -> int | None:
+    """Cap the child's address space (RLIMIT_AS, inherited by what it starts) where the
+    platform allows it (Linux: ``prlimit`` on a running process; set from this thread, as
+    ``preexec_fn`` is unsafe beside the layout threads). The cap in bytes, or None."""
+    cap = _memory_cap()
+    if cap is None or not sys.platform.startswith("linux"):
+        return None
+    import resource
+
+    try:
+        resource.prlimit(pid, resource.RLIMIT_AS, (cap, cap))
+    except (OSError, ValueError):  # it has exited already, or the hard limit is lower
+        return None
+    return cap
+
+
+def _out_of_memory(returncode: int, message: str, cap: int | None) -> bool:
+    """Whether a failed Graphviz ran out of memory: it said so, the kernel's out-of-memory
+    killer ended it (SIGKILL: gradviz sends that only at the time limit), or, under the
+    cap, it died of a failed allocation (an abort or a bad pointer)."""
+    if _OUT_OF_MEMORY.search(message) or returncode == -signal.SIGKILL:
+        return True
+    crashes = (-signal.SIGABRT, -signal.SIGSEGV, -getattr(signal, "SIGBUS", signal.SIGSEGV))
+    return cap is not None and returncode in crashes
+
+
+def _memory_text(who: str, returncode: int, message: str, cap: int | None) -> str:
+    how = f"status {returncode}" if returncode > 0 else f"signal {-returncode}"
+    limit = "" if cap is None else f" (gradviz caps it at {cap / 2**30:.1f} GiB)"
+    return (
+        f"{who} ran out of memory{limit} and stopped ({how}: {message[-300:]}). The view is "
+        "too big for Graphviz: fold=True draws repeated blocks once, and "
+        "gradviz.render.backend.MEMORY_LIMIT (bytes) sets the cap."
+    )
 
 
 # -- the embedded Graphviz ---------------------------------------------------------------------

@@ -87,10 +87,11 @@ class _LinkWriter(_DotWriter):
     def _links(self, boxes: dict[tuple[str, int], _Box]) -> None:
         ops = self.data.replayed
         drawn = {line.split()[0] for line in self.lines if line.startswith("  ")}
+        leaves, made_by = self._leaf_nodes(), self._made_by(ops)
         for (tensor_id, version), made in boxes.items():
             if made.name not in drawn:
                 continue
-            target, leaf = self._node_of(made, tensor_id, version, ops)
+            target, leaf = self._node_of(made, tensor_id, version, leaves, made_by)
             if target is None:
                 continue
             target = self.node_group.get(target, target)
@@ -130,26 +131,45 @@ class _LinkWriter(_DotWriter):
         self._constant_links(boxes)
 
     def _node_of(
-        self, made: _Box, tensor_id: str, version: int, ops: list[FOp]
+        self,
+        made: _Box,
+        tensor_id: str,
+        version: int,
+        leaves: dict[str, str | None],
+        made_by: dict[tuple[str, int], str],
     ) -> tuple[str | None, bool]:
         """The backward node a tensor box feeds: its grad_fn, or a leaf's AccumulateGrad."""
         record = made.record
         if record is not None and record.node_id is not None:
             return record.node_id, record.role is Role.LEAF and not record.is_root
         if made.tensor.role is Role.LEAF and made.tensor.is_leaf:
-            for graph_record in self.graph.tensors:
-                if self.data.tensor_links.get(graph_record.id) == tensor_id:
-                    return graph_record.node_id, True
+            if tensor_id in leaves:
+                return leaves[tensor_id], True
             return None, False
+        return made_by.get((tensor_id, version)), False
+
+    def _leaf_nodes(self) -> dict[str, str | None]:
+        """Forward tensor id -> the node of the first graph record linked to it (looked up
+        once per view: a scan of the records per box made a view's links quadratic)."""
+        found: dict[str, str | None] = {}
+        for graph_record in self.graph.tensors:
+            linked = self.data.tensor_links.get(graph_record.id)
+            if linked is not None and linked not in found:
+                found[linked] = graph_record.node_id
+        return found
+
+    def _made_by(self, ops: list[FOp]) -> dict[tuple[str, int], str]:
+        """(forward tensor id, version) -> the backward node of the first op whose output it
+        is, where that node is drawn."""
+        found: dict[tuple[str, int], str] = {}
         for op in ops:
             for out, out_version, seq in zip(
                 op.outputs, op.output_versions, op.grad_fn_seqs, strict=True
             ):
-                if out == tensor_id and (out_version or 0) == version and seq is not None:
-                    node = self.nodes_by_seq.get(seq)
-                    if node is not None:
-                        return node.id, False
-        return None, False
+                node = None if seq is None else self.nodes_by_seq.get(seq)
+                if node is not None:
+                    found.setdefault((out, out_version or 0), node.id)
+        return found
 
     def _offgraph_args(self) -> dict[tuple[str, int], tuple[str, int]]:
         """(node id, slot) of each None slot -> the off-graph tensor input (id, version)

@@ -262,6 +262,7 @@ class _Writer(_LinkWriter):
     def _forward_side(self) -> dict[tuple[str, int], _Box]:
         data = self.data
         boxes: dict[tuple[str, int], _Box] = {}
+        boxed: set[str] = set()  # the tensors with a box (of any version)
         box_cluster: dict[str, int | None] = {}
         final_version = {t.id: t.version or 0 for t in data.tensors}
 
@@ -271,7 +272,8 @@ class _Writer(_LinkWriter):
             if found is not None:
                 return found
             tensor = data.tensor(tensor_id)
-            first = not any(k[0] == tensor_id for k in boxes)
+            first = tensor_id not in boxed
+            boxed.add(tensor_id)
             name = tensor_id if first else f"{tensor_id}_v{version or 0}"
             record = None
             if self.show_backward and key[1] == final_version[tensor_id]:

@@ -4,10 +4,13 @@ order and values, so the page grades without a kernel)."""
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 
+from gradviz.model.graph import Graph
 from gradviz.model.recording import GradValue, Recording, as_summary
 
 __all__ = ["grad_updates", "quiz_answers"]
@@ -64,13 +67,13 @@ def quiz_answers(recording: Recording, prefix: str) -> list[dict[str, Any]]:
         if edge.dst in recorded and edge.src in recorded and edge.dst not in sends_to[edge.src]:
             sends_to[edge.src].add(edge.dst)
             waits[edge.dst] += 1
-    ready = {n for n, count in waits.items() if count == 0}
+    ready = _Ready(graph, (n for n, count in waits.items() if count == 0))
     # sequence numbers count every node the process ever made: shown from the graph's first
     numbers = [graph.node(n).sequence_nr for n in recorded]
     base = min((q for q in numbers if q < 2**63), default=0)
     answers = []
     for step in recording.steps:
-        first = sorted(ready, key=lambda n: (-graph.node(n).sequence_nr, n))[:MAX_READY]
+        first = ready.first(MAX_READY)
         sent = step.leaf_grad_after if step.type_name == "AccumulateGrad" else None
         if sent is None:  # the first gradient it sends on
             sent = next((g for g in step.grad_inputs if g is not None), None)
@@ -95,6 +98,37 @@ def quiz_answers(recording: Recording, prefix: str) -> list[dict[str, Any]]:
             if waits[dst] == 0:
                 ready.add(dst)
     return answers
+
+
+class _Ready:
+    """The ready set, its highest sequence numbers first (ties by id) on demand: a heap, so
+    that listing the first few at each step costs a logarithm of how many are ready, not a
+    sort of them all (thousands of leaves are ready at once after a ``torch.stack``)."""
+
+    def __init__(self, graph: Graph, nodes: Iterable[str]) -> None:
+        self._graph = graph
+        self._members: set[str] = set()
+        self._heap: list[tuple[int, str]] = []
+        for node in nodes:
+            self.add(node)
+
+    def add(self, node: str) -> None:
+        if node not in self._members:
+            self._members.add(node)
+            heapq.heappush(self._heap, (-self._graph.node(node).sequence_nr, node))
+
+    def discard(self, node: str) -> None:
+        self._members.discard(node)  # its heap entry goes when it reaches the top
+
+    def first(self, count: int) -> list[str]:
+        taken: list[tuple[int, str]] = []
+        while self._heap and len(taken) < count:
+            entry = heapq.heappop(self._heap)
+            if entry[1] in self._members and (not taken or taken[-1] != entry):
+                taken.append(entry)
+        for entry in taken:
+            heapq.heappush(self._heap, entry)
+        return [node for _, node in taken]
 
 
 def _seq_text(sequence_nr: int, base: int) -> str:

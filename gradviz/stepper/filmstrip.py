@@ -3,7 +3,8 @@ training steps (log scale), the loss, the marks (first non-finite value, vanishi
 exploding onsets) and a slider over the training steps that shows the values at that step.
 
 The page carries its own small script (``frontend/src/filmstrip.js``, bundled into
-``assets/filmstrip.js``) and the run as JSON; it loads nothing. The backward graph recoloured per step is not drawn here yet.
+``assets/filmstrip.js``) and the run as JSON; it loads nothing. The backward graph
+recoloured per step is not drawn here yet.
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# The most any Playwright action or wait may take (ms) before it fails: every wait is on a
+# state, so a generous bound costs nothing when the page is fine, and a busy machine (other
+# tests, a CPU burner) slows a page well past Playwright's default of 30 s.
+LIMIT_MS = 180_000
 # What a page opened from disk may load: its own files, inline data, and blobs it makes.
 LOCAL_SCHEMES = ("file:", "data:", "blob:")
 
@@ -40,6 +44,8 @@ def chromium(profile: Path) -> Iterator[Any]:
             accept_downloads=True,
             viewport={"width": 1200, "height": 900},
         )
+        context.set_default_timeout(LIMIT_MS)
+        context.set_default_navigation_timeout(LIMIT_MS)
         try:
             yield context
         finally:

@@ -19,6 +19,10 @@ from typing import Any
 import nbformat
 
 KERNEL = "gradviz-browser-test"
+# Upper bounds on waits for a state (seconds), generous: on a busy machine JupyterLab takes
+# minutes to start, and a kernel seconds to answer.
+START_LIMIT = 300
+KERNEL_LIMIT = 120
 
 # Run code in the notebook's kernel from the page and return what it printed.
 KERNEL_EXEC = """async (code) => {
@@ -77,16 +81,17 @@ def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        for _ in range(600):  # up to a minute, polled
+        deadline = time.monotonic() + START_LIMIT
+        while True:  # polled until it answers
             if server.poll() is not None:
                 raise RuntimeError(f"JupyterLab exited: {(tmp / 'lab.log').read_text()[-2000:]}")
             try:
-                opener.open(f"{base}/api/status?token={token}", timeout=2).close()
+                opener.open(f"{base}/api/status?token={token}", timeout=30).close()
                 break
             except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab did not start within {START_LIMIT} s") from None
                 time.sleep(0.1)
-        else:
-            raise RuntimeError("JupyterLab did not start within a minute")
         yield f"{base}/lab/tree/stepper.ipynb?token={token}"
     finally:
         server.terminate()
@@ -104,12 +109,11 @@ def kernel_sees(page: Any, code: str, expected: str) -> str:
     ipywidgets holds back a model's updates while earlier ones are in flight, so a request
     sent right after fast clicks can overtake the last update: ask again until it agrees.
     """
-    seen = ""
-    for _ in range(50):
+    deadline = time.monotonic() + KERNEL_LIMIT
+    seen = page.evaluate(KERNEL_EXEC, code)
+    while seen != expected and time.monotonic() < deadline:
+        page.wait_for_timeout(100)  # the poll's interval, not a wait for anything
         seen = page.evaluate(KERNEL_EXEC, code)
-        if seen == expected:
-            break
-        page.wait_for_timeout(100)
     return str(seen)
 
 
