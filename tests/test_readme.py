@@ -60,6 +60,8 @@ WRITTEN = {
         "forward-and-backward.html",
     ),
     "docs/tutorials/practitioner.md": ("model.svg", "model.html", "why.svg", "step.html"),
+    "docs/how-to/video.md": ("replay.gif",),
+    "docs/how-to/training.md": ("training.html",),
 }
 
 
