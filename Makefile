@@ -63,9 +63,13 @@ setup-lab: $(VENV)/.installed-lab
 setup-dev: $(VENV)/.installed-dev node_modules/.installed
 
 # Only the tests need system packages: Chromium for the browser tests, Graphviz for the tests
-# that check the real `dot` accepts what gradviz writes (gradviz itself embeds its Graphviz).
+# that check the real `dot` accepts what gradviz writes (gradviz itself embeds its Graphviz),
+# and the fonts PDF text falls back to per character (Cyrillic, Hebrew, CJK), so that the
+# tests of those glyphs run rather than skip.
 system-packages:
-	@bash $(SYSTEM_PACKAGES) chromium=chromium dot=graphviz
+	@bash $(SYSTEM_PACKAGES) chromium=chromium dot=graphviz \
+		/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf=fonts-droid-fallback \
+		/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf=fonts-dejavu-core
 
 demo: setup
 	@echo "==> rendering the built-in lessons into $(OUT)/"

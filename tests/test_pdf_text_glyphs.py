@@ -49,8 +49,17 @@ def _covers(font: str, text: str) -> bool:
     name = font.lstrip("/").split("+", 1)[-1]
     if name.startswith("Helvetica"):
         return all(pdffonts._in_base(char) for char in text)
-    charsets = {n.removeprefix("gv-"): chars for n, chars in pdffonts.fallback_fonts()}
+    charsets = {_postscript_name(n): chars for n, chars in pdffonts.fallback_fonts()}
+    charsets.update({n: chars for n, chars in pdffonts.fallback_fonts()})
     return name in charsets and all(ord(char) in charsets[name] for char in text)
+
+
+def _postscript_name(registered: str) -> str:
+    """The name a registered TrueType font has in the PDF (its own, not its file's)."""
+    from reportlab.pdfbase import pdfmetrics
+
+    face_name = pdfmetrics.getFont(registered).face.name
+    return face_name.decode() if isinstance(face_name, bytes) else str(face_name)
 
 
 def _check(drawn: list[tuple[str, str]], wanted: list[str]) -> None:
