@@ -13,36 +13,28 @@ import gradviz
 
 PACKAGE = Path(gradviz.__file__).parent
 
-# what each part may import, besides itself (see each package's __init__ docstring)
-ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
-    "escape": set(),
-    "atomic": set(),
-    "progress": set(),
-    "model": {"errors", "escape", "atomic"},
-    "render": {"model", "errors", "escape", "atomic"},
-    "analysis": {"model", "render", "errors", "escape", "atomic"},
-    "capture": {"model", "analysis", "errors", "escape", "atomic"},
-    "explain": {"model", "analysis", "capture", "errors", "escape", "atomic"},
-    "replay": {"model", "analysis", "render", "explain", "errors", "escape", "atomic"},
-    "stepper": {
-        "model",
-        "analysis",
-        "render",
-        "explain",
-        "replay",
-        "errors",
-        "escape",
-        "atomic",
-        "progress",
-    },
-}
+# The layers in the order the data flows, bottom to top: plain data, capture (torch in,
+# plain data out), analysis (facts about that data: no drawing, no capture runs),
+# narration, drawing, replay, the notebook page and widget. Each part may import the
+# leaves and every part below it (see each package's __init__ docstring).
+LEAVES = {"errors", "escape", "atomic"}
+ORDER = ["model", "capture", "analysis", "explain", "render", "replay", "stepper"]
+# the exceptions to "everything below": drawing never sees torch, so never capture
+NOT_BELOW: dict[str, set[str]] = {"render": {"capture"}, "replay": {"capture"}}
+ALLOWED: dict[str, set[str]] = {"errors": set(), "escape": set(), "atomic": set()}
+ALLOWED["progress"] = set()
+for _index, _part in enumerate(ORDER):
+    ALLOWED[_part] = LEAVES | set(ORDER[:_index]) - NOT_BELOW.get(_part, set())
+ALLOWED["stepper"] |= {"progress"}
+# export writes every file, of every layer below it; the public API sits on top of it
+ALLOWED["export"] = set(ALLOWED) - {"progress"}
 BELOW_OBJECTS = set(ALLOWED)
-ALLOWED["objects"] = BELOW_OBJECTS
-ALLOWED["teaching"] = BELOW_OBJECTS | {"objects"}
-ALLOWED["cli"] = BELOW_OBJECTS | {"objects", "teaching"}
+ALLOWED["reports"] = BELOW_OBJECTS
+ALLOWED["objects"] = BELOW_OBJECTS | {"reports"}
+ALLOWED["teaching"] = BELOW_OBJECTS | {"objects", "reports"}
+ALLOWED["cli"] = BELOW_OBJECTS | {"objects", "reports", "teaching"}
 ALLOWED["__main__"] = {"cli"}
-ALLOWED["__init__"] = BELOW_OBJECTS | {"objects"}
+ALLOWED["__init__"] = BELOW_OBJECTS | {"objects", "reports"}
 
 
 def module_name(path: Path) -> str:
