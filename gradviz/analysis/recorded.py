@@ -11,15 +11,20 @@ from __future__ import annotations
 from gradviz.analysis.flow import check_flow
 from gradviz.analysis.inplace import explain_in_message
 from gradviz.analysis.nonfinite import find_origins
+from gradviz.capture._own_ops import own_ops
+from gradviz.capture.trace import gc_paused
 from gradviz.model.recording import Recording
 
 __all__ = ["analyse_failure", "analyse_recording"]
 
 
 def analyse_recording(recording: Recording) -> None:
-    """Mark the recording's steps: hook changes and non-finite origins (in place)."""
-    check_flow(recording)
-    find_origins(recording)
+    """Mark the recording's steps: hook changes and non-finite origins (in place). Their
+    tensor ops are gradviz's own (a ``watch()`` around them does not record them), and the
+    collector waits, as during the capture (many small objects, few freed)."""
+    with own_ops(), gc_paused():
+        check_flow(recording)
+        find_origins(recording)
 
 
 def analyse_failure(failed: Exception) -> None:

@@ -154,10 +154,10 @@ def save(obj: object, path: str | Path, options: Mapping[str, Any]) -> Path:
     suffix = target.suffix.lower()
     writer = WRITERS[kind].get(suffix)
     if writer is None:
-        takes = ", ".join(WRITERS[kind])
+        *others, last = WRITERS[kind]
         raise UnsupportedFormat(
-            f"cannot save {target.name!r}: a {kind.__name__} saves as {takes}"
-            + _HINTS.get(kind, "")
+            f"cannot save {target.name!r}: use {', '.join(others)} or {last} "
+            f"(what a {kind.__name__} saves as)" + _HINTS.get(kind, "")
         )
     if kind in _CHECKED:
         check_save_keywords(target, options)
