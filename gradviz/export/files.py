@@ -139,7 +139,7 @@ def _kind(obj: object) -> type:
     for cls in type(obj).__mro__:
         if cls in WRITERS:
             return cls
-    raise UnsupportedFormat(f"gradviz cannot save a {type(obj).__name__}")
+    raise UnsupportedFormat(f"gradviz cannot save {type(obj).__name__} objects")
 
 
 def suffixes(obj: object) -> tuple[str, ...]:
