@@ -52,7 +52,6 @@ from gradviz.replay.frames import (
     forward_frame,
     make_frame,
     make_frames,
-    save_steps,
 )
 from gradviz.reports import (
     GradientHealth,
@@ -170,7 +169,7 @@ class Recording(_recording.Recording):
     def save_steps(self, folder: str | Path, **options: Unpack[RenderKeywords]) -> list[Path]:
         """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
         ..., one per forward op), all from one Graphviz layout."""
-        return save_steps(self, Path(folder), **options)
+        return files.save_steps(self, folder, options)
 
     def save(self, path: str | Path, **options: Unpack[SaveKeywords]) -> Path:
         """.svg (the last step), .html (the offline stepper; also ``title=``), .json (the

@@ -159,3 +159,17 @@ def test_every_file_goes_through_the_door(tmp_path: Path) -> None:
 def test_an_object_without_writers_is_unsupported(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFormat, match="cannot save int objects"):
         files.save(3, tmp_path / "x.svg", {})
+
+
+def test_no_module_outside_export_writes_a_file() -> None:
+    """``gradviz.export`` is the one door: nothing else writes, atomically or not."""
+    package = Path(gradviz.__file__).parent
+    writers = ("atomic_write(", ".write_text(", ".write_bytes(", 'open("w', "open('w")
+    found = [
+        f"{path.relative_to(package)}: {needle}"
+        for path in package.rglob("*.py")
+        if path.parent.name != "export" and path.name != "atomic.py"
+        for needle in writers
+        if needle in path.read_text(encoding="utf-8")
+    ]
+    assert not found, found

@@ -16,8 +16,9 @@ PACKAGE = Path(gradviz.__file__).parent
 # The layers in the order the data flows, bottom to top: plain data, capture (torch in,
 # plain data out), analysis (facts about that data: no drawing, no capture runs),
 # narration, drawing, replay, the notebook page and widget. Each part may import the
-# leaves and every part below it (see each package's __init__ docstring).
-LEAVES = {"errors", "escape", "atomic"}
+# leaves and every part below it (see each package's __init__ docstring). Files are written
+# by export alone, so only export imports ``atomic``.
+LEAVES = {"errors", "escape"}
 ORDER = ["model", "capture", "analysis", "explain", "render", "replay", "stepper"]
 # the exceptions to "everything below": drawing never sees torch, so never capture
 NOT_BELOW: dict[str, set[str]] = {"render": {"capture"}, "replay": {"capture"}}
@@ -28,7 +29,7 @@ for _index, _part in enumerate(ORDER):
 ALLOWED["stepper"] |= {"progress"}
 # export writes every file, of every layer below it; the public API sits on top of it
 ALLOWED["export"] = set(ALLOWED) - {"progress"}
-BELOW_OBJECTS = set(ALLOWED)
+BELOW_OBJECTS = set(ALLOWED) - {"atomic"}
 ALLOWED["reports"] = BELOW_OBJECTS
 ALLOWED["objects"] = BELOW_OBJECTS | {"reports"}
 ALLOWED["teaching"] = BELOW_OBJECTS | {"objects", "reports"}
@@ -133,6 +134,19 @@ def test_no_import_cycles() -> None:
         if module not in state:
             walk(module)
     assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_analysis_and_narration_run_no_capture() -> None:
+    """Analysis and narration work on what capture made: they never trace, record or watch
+    (the layer above capture runs them on its results)."""
+    runners = {"gradviz.capture.trace", "gradviz.capture.record", "gradviz.capture.watch"}
+    wrong = [
+        f"{module} imports {target}"
+        for module, imported in all_imports().items()
+        if part_of(module) in ("analysis", "explain")
+        for target in imported & runners
+    ]
+    assert not wrong, "\n".join(sorted(wrong))
 
 
 def test_no_module_is_over_700_lines() -> None:

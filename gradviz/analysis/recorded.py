@@ -11,8 +11,7 @@ from __future__ import annotations
 from gradviz.analysis.flow import check_flow
 from gradviz.analysis.inplace import explain_in_message
 from gradviz.analysis.nonfinite import find_origins
-from gradviz.capture._own_ops import own_ops
-from gradviz.capture.trace import gc_paused
+from gradviz.capture._own_ops import gc_paused, own_ops
 from gradviz.model.recording import Recording
 
 __all__ = ["analyse_failure", "analyse_recording"]

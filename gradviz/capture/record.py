@@ -20,13 +20,13 @@ import torch
 
 from gradviz.capture import _autograd, arguments
 from gradviz.capture._interrupts import deferred_interrupts
-from gradviz.capture._own_ops import own_ops
+from gradviz.capture._own_ops import gc_paused, own_ops
 from gradviz.capture.arguments import InputTensors, TensorOrTensors
 from gradviz.capture.by_reference import memory_of, references_safe, shareable, unshare
 from gradviz.capture.hooks import HookHandles, one_hook_will_do
 from gradviz.capture.ondemand import settle_grads
 from gradviz.capture.order import predicted_order
-from gradviz.capture.trace import Params, gc_paused, trace
+from gradviz.capture.trace import Params, trace
 from gradviz.errors import GradvizWarning, GraphFreed, InvalidArgument, backward_failed
 from gradviz.model.graph import Graph, Node
 from gradviz.model.recording import GradValue, Recording, Step

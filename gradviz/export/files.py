@@ -33,12 +33,20 @@ from gradviz.render.reports import (
     inplace_options,
     nograd_options,
 )
-from gradviz.replay.frames import step_svg
+from gradviz.replay.frames import step_files, step_svg
 from gradviz.stepper.diffpage import diff_html
 from gradviz.stepper.optpage import step_html
 from gradviz.stepper.page import replay_html
 
-__all__ = ["FORMATS", "WRITERS", "recording_svg", "save", "suffixes", "write_file"]
+__all__ = [
+    "FORMATS",
+    "WRITERS",
+    "recording_svg",
+    "save",
+    "save_steps",
+    "suffixes",
+    "write_file",
+]
 
 # every suffix gradviz writes, and what such a file holds
 FORMATS: dict[str, str] = {
@@ -162,6 +170,13 @@ def save(obj: object, path: str | Path, options: Mapping[str, Any]) -> Path:
     if kind in _CHECKED:
         check_save_keywords(target, options)
     return write_file(target, writer(obj, target, dict(options)))
+
+
+def save_steps(recording: Recording, folder: str | Path, options: Mapping[str, Any]) -> list[Path]:
+    """One SVG per frame into ``folder`` (``gradviz.replay.frames.step_files``)."""
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    return [write_file(target / name, svg) for name, svg in step_files(recording, **options)]
 
 
 def write_file(path: Path, content: Content) -> Path:
