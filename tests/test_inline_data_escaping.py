@@ -14,8 +14,8 @@ import torch
 
 import gradviz
 from gradviz.analysis.diff import diff_recordings
-from gradviz.render.reports import diff_page
 from gradviz.escape import json_for_script
+from gradviz.render.reports import diff_page
 
 # Names meant to break out of a <script> element, or out of JSON inside JavaScript.
 HOSTILE_NAMES = [
