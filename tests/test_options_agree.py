@@ -40,11 +40,14 @@ def test_every_keyword_is_optional() -> None:
 def _public_callables() -> Iterator[tuple[str, Callable[..., Any]]]:
     for name in gradviz.__all__:
         item = getattr(gradviz, name)
-        if inspect.isclass(item):
-            for member, function in inspect.getmembers(item, callable):
-                own = getattr(function, "__module__", None) or ""
-                if not member.startswith("_") and own.startswith("gradviz"):
-                    yield f"{name}.{member}", function
+        if inspect.isclass(item):  # the methods gradviz defines, not those it inherits
+            for klass in item.__mro__:
+                if not klass.__module__.startswith("gradviz"):
+                    continue
+                for member, function in vars(klass).items():
+                    function = getattr(function, "__func__", function)  # class methods
+                    if not member.startswith("_") and callable(function):
+                        yield f"{name}.{member}", function
         elif callable(item):
             yield name, item
 
