@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gradviz.analysis.diff import NodeChange, RecordingDiff
-from gradviz.analysis.health import EdgeHealth, GradientHealth, ModuleNorm
-from gradviz.analysis.inplace import InplaceFinding, InplaceReport
+from gradviz.analysis.diff import NodeChange
+from gradviz.analysis.health import EdgeHealth, ModuleNorm
+from gradviz.analysis.inplace import InplaceFinding
 from gradviz.analysis.memory import MemoryStep, MemoryTimeline
-from gradviz.analysis.nograd import NoGradReport
 from gradviz.capture.record import RecordKeywords
 from gradviz.errors import (
     BackwardFailed,
@@ -27,6 +26,7 @@ from gradviz.errors import (
     InvalidInput,
     NotOnGraph,
     StepNotFound,
+    UnsupportedFormat,
     WatchNestingError,
 )
 from gradviz.model.forward import FOp, Forward, FTensor, ModuleScope, SourceLine
@@ -56,6 +56,7 @@ from gradviz.render.backend import use_graphviz
 from gradviz.render.options import RenderKeywords, RenderOptions, StyleKeywords
 from gradviz.render.theme import THEMES, Theme
 from gradviz.replay.frames import ForwardFrame, Frame
+from gradviz.reports import GradientHealth, InplaceReport, NoGradReport, RecordingDiff
 
 if TYPE_CHECKING:
     from gradviz.stepper.widget import Stepper
@@ -115,6 +116,7 @@ __all__ = [
     "Theme",
     "TrainingRun",
     "TrainingWatch",
+    "UnsupportedFormat",
     "Watch",
     "WatchNestingError",
     "__version__",

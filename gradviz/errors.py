@@ -17,6 +17,7 @@ __all__ = [
     "InvalidInput",
     "NotOnGraph",
     "StepNotFound",
+    "UnsupportedFormat",
     "WatchNestingError",
     "backward_failed",
 ]
@@ -92,6 +93,11 @@ class WatchNestingError(GradvizError, RuntimeError):
 class InvalidArgument(GradvizError, ValueError, TypeError):
     """An argument gradviz cannot use (checked before anything runs). A ``ValueError`` and
     a ``TypeError`` too, so that ``except`` clauses written for PyTorch's errors still work."""
+
+
+class UnsupportedFormat(InvalidArgument):
+    """A file name whose suffix the object cannot be saved as; the message lists those it
+    can."""
 
 
 _failure_types: dict[type[BaseException], type[BackwardFailed]] = {}

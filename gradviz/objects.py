@@ -9,7 +9,7 @@ docs/architecture.md ("Composing the public objects").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -19,17 +19,17 @@ from typing_extensions import Unpack
 
 from gradviz.analysis import inplace as _inplace
 from gradviz.analysis.breakpoints import find_steps
-from gradviz.analysis.diff import RecordingDiff, diff_recordings
-from gradviz.analysis.health import GradientHealth, gradient_health
+from gradviz.analysis.diff import diff_recordings
+from gradviz.analysis.health import gradient_health
 from gradviz.analysis.memory import MemoryTimeline, saved_memory
-from gradviz.analysis.nograd import NoGradReport
-from gradviz.analysis.order import predict_order, predicted_order
-from gradviz.atomic import atomic_write
+from gradviz.analysis.recorded import analyse_failure, analyse_recording
 from gradviz.capture import optstep as _optstep
 from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import training as _training_capture
 from gradviz.capture import watch as _watch
+from gradviz.capture.nograd import check_tensor, gradient_facts
+from gradviz.capture.order import predict_order, predicted_order
 from gradviz.capture.record import (
     MEMORY_BUDGET,
     InputTensors,
@@ -39,14 +39,15 @@ from gradviz.capture.record import (
 )
 from gradviz.capture.trace import Params
 from gradviz.errors import BackwardFailed, GradvizError, InvalidArgument
-from gradviz.escape import json_text
 from gradviz.explain import nograd as _nograd
 from gradviz.explain.optstep import describe_step
+from gradviz.export import files
+from gradviz.export.keywords import SaveKeywords, check_save_keywords
 from gradviz.model import graph as _graph
 from gradviz.model import optstep as _optstep_data
 from gradviz.model import recording as _recording
 from gradviz.model import training as _training
-from gradviz.render.export import graph_dot, graph_svg, write_graph
+from gradviz.render.export import graph_dot, graph_svg
 from gradviz.render.options import RenderKeywords
 from gradviz.replay.frames import (
     ForwardFrame,
@@ -54,14 +55,17 @@ from gradviz.replay.frames import (
     forward_frame,
     make_frame,
     make_frames,
-    save_steps,
-    step_svg,
 )
-from gradviz.stepper.diffpage import diff_html
+from gradviz.reports import (
+    GradientHealth,
+    InplaceReport,
+    NoGradReport,
+    RecordingDiff,
+    public_report,
+)
 from gradviz.stepper.display import notebook_bundle
 from gradviz.stepper.filmstrip import filmstrip_html
 from gradviz.stepper.optpage import step_html
-from gradviz.stepper.page import replay_html
 
 __all__ = [
     "Graph",
@@ -78,58 +82,6 @@ __all__ = [
     "watch_training",
     "why_no_grad",
 ]
-
-
-class SaveKeywords(RenderKeywords, total=False):
-    """``Recording.save``'s keywords: the render options, plus what a page takes
-    (``title``; ``views`` leaves views out; ``compress`` ships the data gzip+base64;
-    ``explain`` ships the Memory and Health toggles, default: up to 150 nodes) and
-    what the SVG takes (``step``, ``health``), and what a video takes (``size``,
-    ``seconds_per_step``; ``fps`` for .mp4). A keyword the chosen format cannot use
-    raises ``InvalidArgument``."""
-
-    title: str | None
-    views: Sequence[str] | None
-    compress: bool | None
-    explain: bool | None
-    step: int | None
-    health: bool
-    size: tuple[int, int]
-    seconds_per_step: float
-    fps: int
-
-
-# What each format of ``Recording.save`` takes besides the render options (None: nothing).
-_FORMAT_KEYWORDS: dict[str, frozenset[str] | None] = {
-    ".svg": frozenset({"step", "health"}),
-    ".html": frozenset({"title", "views", "compress", "step", "explain"}),
-    ".pdf": frozenset(),
-    ".pptx": frozenset(),
-    ".mp4": frozenset({"size", "seconds_per_step", "fps"}),
-    ".gif": frozenset({"size", "seconds_per_step"}),
-    ".json": None,
-}
-_PAGE_OR_SVG = frozenset({"title", "views", "compress", "step", "health", "explain"})
-_NOT_RENDER = _PAGE_OR_SVG | {"size", "seconds_per_step", "fps"}  # checked per format
-
-
-def _check_save_keywords(target: Path, options: Mapping[str, object]) -> None:
-    """A keyword the chosen format cannot use is a mistake: say which formats take it."""
-    allowed = _FORMAT_KEYWORDS.get(target.suffix.lower(), frozenset())
-    if allowed is None:
-        wrong = sorted(options)
-    else:
-        wrong = sorted(key for key in options if key in _NOT_RENDER and key not in allowed)
-    if wrong:
-        takers = {
-            key: [fmt for fmt, keys in _FORMAT_KEYWORDS.items() if keys and key in keys]
-            for key in wrong
-        }
-        where = "; ".join(
-            f"{key}= is for {', '.join(fmts) if fmts else 'render formats'}"
-            for key, fmts in takers.items()
-        )
-        raise InvalidArgument(f"save({target.name!r}) does not take {', '.join(wrong)}: {where}")
 
 
 class Graph(_graph.Graph):
@@ -152,9 +104,7 @@ class Graph(_graph.Graph):
     ) -> Path:
         """Write .svg, .png, .pdf, .dot or .json, chosen by the file's suffix, atomically;
         ``dpi=`` sets a PNG's resolution."""
-        if dpi is None:
-            return write_graph(self, Path(path), **options)
-        return write_graph(self, Path(path), dpi=dpi, **options)
+        return files.save(self, path, options if dpi is None else {**options, "dpi": dpi})
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter display: the SVG, and a text summary where SVG cannot be shown."""
@@ -164,15 +114,6 @@ class Graph(_graph.Graph):
         except GradvizError as error:  # Graphviz missing: show the text and say why
             bundle["text/plain"] += f"\n(no diagram: {error})"
         return bundle
-
-
-class SteppableDiff(RecordingDiff):
-    """A ``RecordingDiff`` whose page steps: ``html()`` and ``save("diff.html")`` replay
-    recording A on the union layout with both runs' gradients per node, the nodes found in
-    one run only marked, and a "First difference" control (``gradviz.stepper.diffpage``)."""
-
-    def html(self, title: str = "gradviz diff", **options: Any) -> str:
-        return diff_html(self, title, **options)
 
 
 class Recording(_recording.Recording):
@@ -197,8 +138,7 @@ class Recording(_recording.Recording):
             raise GradvizError(
                 f"diff() compares two recordings, not a {type(other).__name__}: rec_a.diff(rec_b)"
             )
-        d = diff_recordings(self, other)
-        return SteppableDiff(d.a, d.b, d.changes, d.only_a, d.only_b, d.union)
+        return public_report(diff_recordings(self, other))
 
     def memory(self) -> MemoryTimeline:
         """The bytes each node's saved tensors hold, freed as backward passes them, with
@@ -226,15 +166,12 @@ class Recording(_recording.Recording):
         """The replay's one layout, styled for ``step`` (default: the last; under ``watch()``,
         -F..-1 are the forward frames). ``health=True`` draws each edge's width by
         log10‖g‖ and its colour by band (vanishing, exploding): see ``health()``."""
-        if health:
-            theme = options.get("theme", "default")
-            options["edge_styles"] = gradient_health(self).edge_styles(theme)
-        return step_svg(self, len(self.steps) if step is None else step, **options)
+        return files.recording_svg(self, step, health, options)
 
     def health(self, vanishing_below: float = 1e-6, exploding_above: float = 1e3) -> GradientHealth:
         """log10‖g‖ of every edge's gradient with its band, and per-module parameter
         gradient norms (named parameters: ``params=model`` or ``watch(model)``)."""
-        return gradient_health(self, vanishing_below, exploding_above)
+        return public_report(gradient_health(self, vanishing_below, exploding_above))
 
     def find(
         self,
@@ -266,7 +203,7 @@ class Recording(_recording.Recording):
     def save_steps(self, folder: str | Path, **options: Unpack[RenderKeywords]) -> list[Path]:
         """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
         ..., one per forward op), all from one Graphviz layout."""
-        return save_steps(self, Path(folder), **options)
+        return files.save_steps(self, folder, options)
 
     def save(self, path: str | Path, **options: Unpack[SaveKeywords]) -> Path:
         """.svg (the last step), .html (the offline stepper; also ``title=``), .json (the
@@ -275,34 +212,7 @@ class Recording(_recording.Recording):
         the frames with their narration as captions: ``size=(1280, 720)``,
         ``seconds_per_step=1.0``, ``fps=10`` for .mp4; needs ``torch-gradviz[video]``);
         the other keywords are render options."""
-        target = Path(path)
-        suffix = target.suffix.lower()
-        _check_save_keywords(target, options)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if suffix == ".json":
-            atomic_write(target, json_text(self.to_dict(), indent=1))
-        elif suffix == ".svg":
-            render = {key: value for key, value in options.items() if key not in _PAGE_OR_SVG}
-            svg = self.svg(
-                options.get("step"), options.get("health", False), **cast(RenderKeywords, render)
-            )
-            atomic_write(target, svg)
-        elif suffix == ".html":
-            atomic_write(target, replay_html(self, **options))
-        elif suffix in (".pdf", ".pptx"):
-            from gradviz.replay import slides
-
-            write = slides.save_pdf if suffix == ".pdf" else slides.save_pptx
-            write(self, target, **options)
-        elif suffix in (".mp4", ".gif"):
-            from gradviz.replay.video import save_video
-
-            save_video(self, target, **options)
-        else:
-            raise InvalidArgument(
-                f"cannot save {target.name!r}: use .svg, .html, .json, .pdf, .pptx, .mp4 or .gif"
-            )
-        return target
+        return files.save(self, path, options)
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
@@ -337,9 +247,18 @@ def _failures_made_public() -> Iterator[None]:
 
 
 def _public_failure(error: BackwardFailed) -> None:
-    """A failed backward's partial recording is public too (``error.recording.svg()``)."""
+    """A failed backward's partial recording is analysed and public too
+    (``error.recording.svg()``)."""
+    analyse_failure(error)
     if isinstance(error.recording, _recording.Recording):
         _public(error.recording)
+
+
+def _recorded(made: _recording.Recording) -> Recording:
+    """A finished capture, analysed (the layer above capture runs the analyses), public."""
+    analyse_recording(made)
+    result: Recording = _public(made)
+    return result
 
 
 def trace(
@@ -377,8 +296,7 @@ def record(
             params=params,
             memory_budget=memory_budget,
         )
-    result: Recording = _public(made)
-    return result
+    return _recorded(made)
 
 
 record.__doc__ = _record.record.__doc__
@@ -409,8 +327,7 @@ def record_grad(
             params=params,
             memory_budget=memory_budget,
         )
-    result: Recording = _public(made)
-    return grads, result
+    return grads, _recorded(made)
 
 
 record_grad.__doc__ = _record.record_grad.__doc__
@@ -442,25 +359,36 @@ class Watch(_watch.Watch):
     ) -> Recording:
         with _failures_made_public():
             made = super().record(*roots, names=names, params=params, **options)
-        result: Recording = _public(made)
-        return result
+        return _recorded(made)
 
     def why_no_grad(self, tensor: torch.Tensor, root: torch.Tensor) -> NoGradReport:
         """Why ``tensor.grad`` is None after ``root.backward()``, with the line that caused
         it (a ``detach()``/``.data``, ``no_grad``, an integer cast, a copy) marked on the
         combined forward/backward view. Call it after the ``with`` block."""
-        report = _nograd.why_no_grad_watched(self, tensor, root)
-        _public(report.graph)
-        return report
+        tensor = check_tensor(tensor, "tensor")
+        root = check_tensor(root, "root")
+        forward_id, root_forward_id = self.find(tensor), self.find(root)
+        label = _nograd.forward_label(self.forward, forward_id, "the tensor")
+        names = {label: tensor} if tensor.requires_grad and forward_id is None else None
+        graph = self.trace(root, names=names)
+        facts = gradient_facts(graph, tensor, root, label, forward_id, root_forward_id)
+        root_label = _nograd.forward_label(self.forward, root_forward_id, "the root")
+        return public_report(_nograd.explain_no_grad(graph, facts, root_label, graph.forward))
 
 
 def why_no_grad(tensor: torch.Tensor, root: torch.Tensor, name: str | None = None) -> NoGradReport:
-    report = _nograd.why_no_grad(tensor, root, name=name)
-    _public(report.graph)
-    return report
+    """Why ``tensor.grad`` is None after ``root.backward()``, from the backward graph alone.
 
-
-why_no_grad.__doc__ = _nograd.why_no_grad.__doc__
+    ``name`` labels the tensor in the words and the drawing. For the line that cut the
+    graph (``detach``, ``no_grad``, an integer cast), run the forward pass inside
+    ``gradviz.watch()`` and ask ``w.why_no_grad(tensor, root)``.
+    """
+    tensor = check_tensor(tensor, "tensor")
+    root = check_tensor(root, "root")
+    label = name or "tensor"
+    graph = trace(root, names={label: tensor} if tensor.requires_grad else None)
+    facts = gradient_facts(graph, tensor, root, label)
+    return public_report(_nograd.explain_no_grad(graph, facts, "root"))
 
 
 class OptimizerStep(_optstep_data.OptimizerStep):
@@ -481,7 +409,7 @@ class OptimizerStep(_optstep_data.OptimizerStep):
         ``optimizer.step()`` panel (button or key ``s``): each parameter's ‖w‖ before and
         after, ‖Δw‖, update/weight, the gradient and optimizer state it used, the
         hyper-parameters and the update rule, the parameters' leaf boxes marked."""
-        _check_save_keywords(Path("step.html"), options)
+        check_save_keywords(Path("step.html"), options)
         return step_html(self, **options)
 
     def _repr_mimebundle_(
@@ -492,18 +420,7 @@ class OptimizerStep(_optstep_data.OptimizerStep):
 
     def save(self, path: str | Path, **options: Unpack[SaveKeywords]) -> Path:
         """.html (the page of ``html()``, same keywords) or .json (the step as data)."""
-        target = Path(path)
-        suffix = target.suffix.lower()
-        if suffix not in (".html", ".json"):
-            raise InvalidArgument(
-                f"cannot save {target.name!r}: an optimizer step saves as .html or .json "
-                "(step.recording.save() draws the backward pass alone as .svg, .pdf, .pptx)"
-            )
-        _check_save_keywords(target, options)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        text = json_text(self.to_dict(), indent=1) if suffix == ".json" else self.html(**options)
-        atomic_write(target, text)
-        return target
+        return files.save(self, path, options)
 
 
 def record_step(
@@ -518,7 +435,7 @@ def record_step(
         made = _optstep.record_step(
             optimizer, loss, names=names, params=params, closure=closure, **options
         )
-    _public(made.recording)
+    _recorded(made.recording)
     made.__class__ = OptimizerStep
     result: OptimizerStep = made  # type: ignore[assignment]
     return result
@@ -537,7 +454,7 @@ def watch(model: torch.nn.Module | None = None, names: Mapping[str, Any] | None 
 watch.__doc__ = _watch.watch.__doc__
 
 
-def explain_inplace(source: Any) -> _inplace.InplaceReport:
+def explain_inplace(source: Any) -> InplaceReport:
     """``analysis.inplace.explain_inplace``; PyTorch's own ``RuntimeError`` from a plain
     ``backward()`` works too: the failed call's frames give its roots, and the
     ``watch()`` that saw them gives the forward data."""
@@ -551,7 +468,7 @@ def explain_inplace(source: Any) -> _inplace.InplaceReport:
                 "backward after the block (or pass w.record(root)'s BackwardFailed)"
             )
         source = seen_by.trace(*roots)
-    return _inplace.explain_inplace(source)
+    return public_report(_inplace.explain_inplace(source))
 
 
 class TrainingRun(_training.TrainingRun):
@@ -588,17 +505,9 @@ class TrainingRun(_training.TrainingRun):
     ) -> Path:
         """.html (the film strip page, ``html()``'s keywords) or .json (``to_dict()``),
         written atomically."""
-        target = Path(path)
-        suffix = target.suffix.lower()
-        if suffix == ".json":
-            atomic_write(target, json_text(self.to_dict(), indent=1))
-        elif suffix == ".html":
-            atomic_write(target, self.html(title, vanishing_below, exploding_above))
-        else:
-            raise InvalidArgument(
-                f"cannot save {target.name!r}: a training run saves as .html or .json"
-            )
-        return target
+        thresholds = {"vanishing_below": vanishing_below, "exploding_above": exploding_above}
+        options = {"title": title, **thresholds} if Path(path).suffix.lower() == ".html" else {}
+        return files.save(self, path, options)
 
 
 class TrainingWatch(_training_capture.TrainingWatch):

@@ -101,12 +101,13 @@ def test_a_replays_drawing_is_the_same_svg_with_gradients_on_edges_links_and_wid
     """What a replay lays out: every gradient on its edge or link, and the health overlay's
     edge widths."""
     from gradviz.analysis.health import gradient_health
+    from gradviz.render.reports import health_edge_styles
     from gradviz.render.views import to_dot
     from gradviz.replay.frames import replay_options
 
     loss, names = MODELS["mlp"]()
     recording = gradviz.record(loss, names=names)
-    styles = gradient_health(recording).edge_styles("default")
+    styles = health_edge_styles(gradient_health(recording), "default")
     for extra in ({}, {"edge_styles": styles}):
         options = replay_options(recording, **extra)
         assert options.edge_labels and options.link_labels

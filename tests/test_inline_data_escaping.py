@@ -15,6 +15,7 @@ import torch
 import gradviz
 from gradviz.analysis.diff import diff_recordings
 from gradviz.escape import json_for_script
+from gradviz.render.reports import diff_page
 
 # Names meant to break out of a <script> element, or out of JSON inside JavaScript.
 HOSTILE_NAMES = [
@@ -92,7 +93,7 @@ def test_hostile_names_leave_every_page_whole_in_chromium(browser: Any, tmp_path
     a, b = _recording(False), _recording(True)
     diff = a.diff(b)
     plain = tmp_path / "diff-plain.html"
-    plain.write_text(diff_recordings(a, b).html(), encoding="utf-8")
+    plain.write_text(diff_page(diff_recordings(a, b)), encoding="utf-8")
     pages = {
         "replay": (a.save(tmp_path / "replay.html"), ".gv-stepper"),
         "diff": (diff.save(tmp_path / "diff.html"), ".gv-stepper"),

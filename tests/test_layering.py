@@ -13,36 +13,29 @@ import gradviz
 
 PACKAGE = Path(gradviz.__file__).parent
 
-# what each part may import, besides itself (see each package's __init__ docstring)
-ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
-    "escape": set(),
-    "atomic": set(),
-    "progress": set(),
-    "model": {"errors", "escape", "atomic"},
-    "render": {"model", "errors", "escape", "atomic"},
-    "analysis": {"model", "render", "errors", "escape", "atomic"},
-    "capture": {"model", "analysis", "errors", "escape", "atomic"},
-    "explain": {"model", "analysis", "capture", "errors", "escape", "atomic"},
-    "replay": {"model", "analysis", "render", "explain", "errors", "escape", "atomic"},
-    "stepper": {
-        "model",
-        "analysis",
-        "render",
-        "explain",
-        "replay",
-        "errors",
-        "escape",
-        "atomic",
-        "progress",
-    },
-}
-BELOW_OBJECTS = set(ALLOWED)
-ALLOWED["objects"] = BELOW_OBJECTS
-ALLOWED["teaching"] = BELOW_OBJECTS | {"objects"}
-ALLOWED["cli"] = BELOW_OBJECTS | {"objects", "teaching"}
+# The layers in the order the data flows, bottom to top: plain data, capture (torch in,
+# plain data out), analysis (facts about that data: no drawing, no capture runs),
+# narration, drawing, replay, the notebook page and widget. Each part may import the
+# leaves and every part below it (see each package's __init__ docstring). Files are written
+# by export alone, so only export imports ``atomic``.
+LEAVES = {"errors", "escape"}
+ORDER = ["model", "capture", "analysis", "explain", "render", "replay", "stepper"]
+# the exceptions to "everything below": drawing never sees torch, so never capture
+NOT_BELOW: dict[str, set[str]] = {"render": {"capture"}, "replay": {"capture"}}
+ALLOWED: dict[str, set[str]] = {"errors": set(), "escape": set(), "atomic": set()}
+ALLOWED["progress"] = set()
+for _index, _part in enumerate(ORDER):
+    ALLOWED[_part] = LEAVES | set(ORDER[:_index]) - NOT_BELOW.get(_part, set())
+ALLOWED["stepper"] |= {"progress"}
+# export writes every file, of every layer below it; the public API sits on top of it
+ALLOWED["export"] = set(ALLOWED) - {"progress"}
+BELOW_OBJECTS = set(ALLOWED) - {"atomic"}
+ALLOWED["reports"] = BELOW_OBJECTS
+ALLOWED["objects"] = BELOW_OBJECTS | {"reports"}
+ALLOWED["teaching"] = BELOW_OBJECTS | {"objects", "reports"}
+ALLOWED["cli"] = BELOW_OBJECTS | {"objects", "reports", "teaching"}
 ALLOWED["__main__"] = {"cli"}
-ALLOWED["__init__"] = BELOW_OBJECTS | {"objects"}
+ALLOWED["__init__"] = BELOW_OBJECTS | {"objects", "reports"}
 
 
 def module_name(path: Path) -> str:
@@ -141,6 +134,19 @@ def test_no_import_cycles() -> None:
         if module not in state:
             walk(module)
     assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_analysis_and_narration_run_no_capture() -> None:
+    """Analysis and narration work on what capture made: they never trace, record or watch
+    (the layer above capture runs them on its results)."""
+    runners = {"gradviz.capture.trace", "gradviz.capture.record", "gradviz.capture.watch"}
+    wrong = [
+        f"{module} imports {target}"
+        for module, imported in all_imports().items()
+        if part_of(module) in ("analysis", "explain")
+        for target in imported & runners
+    ]
+    assert not wrong, "\n".join(sorted(wrong))
 
 
 def test_no_module_is_over_700_lines() -> None:

@@ -7,9 +7,9 @@ slot, or the node above that feeds it through the same slot, when the types agre
 matches is compared by the gradients it sent: the ratio of their norms and whether they
 differ (every value when both kept them all, else their summaries; NaN equals NaN in the
 same place); what does not is "only in A" or "only in B" (a ``detach``, a new layer). The
-union of both graphs is drawn once, the unmatched nodes marked and each matched edge
-labelled with its ratio; ``save("d.html")`` writes it with the table as one offline page.
-Numbers print with digits enough to show the difference they report.
+union of both graphs is kept to be drawn once (``gradviz.render.reports``: the unmatched
+nodes marked, each matched edge labelled with its ratio). Numbers print with digits enough
+to show the difference they report.
 """
 
 from __future__ import annotations
@@ -17,16 +17,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from gradviz.atomic import atomic_write
-from gradviz.escape import html_text, json_for_script, json_text
 from gradviz.model.graph import Edge, Graph, Node
 from gradviz.model.recording import GradValue, Recording, as_summary
-from gradviz.render.export import graph_dot, graph_svg
 
 __all__ = [
     "NodeChange",
@@ -203,28 +199,6 @@ class RecordingDiff:
     def marks(self) -> tuple[str, ...]:
         return tuple(self.only_a) + tuple(f"b_{n}" for n in self.only_b)
 
-    def edge_labels(self) -> dict[str, str]:
-        """Each edge leaving a matched node whose gradient changed: '×ratio'."""
-        labels: dict[str, str] = {}
-        for change in self.differing:
-            ratio = change.ratio
-            text = "changed" if ratio is None else f"×{ratio_text(ratio, 3)}"
-            for edge in self.union.out_edges(change.node_a):
-                labels[edge.key] = text
-        return labels
-
-    def to_dot(self, **options: Any) -> str:
-        return graph_dot(self.union, **self._options(options))
-
-    def svg(self, **options: Any) -> str:
-        """The union on one layout: unmatched nodes marked, changed gradients labelled."""
-        return graph_svg(self.union, **self._options(options))
-
-    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        options["marks"] = tuple(options.get("marks", ())) + self.marks()
-        options.setdefault("edge_labels", self.edge_labels())
-        return options
-
     def summary_text(self) -> str:
         lines = [
             f"A: {len(self.a)} steps, B: {len(self.b)} steps; {len(self.changes)} nodes in "
@@ -260,62 +234,6 @@ class RecordingDiff:
                 for c in self.changes
             ],
         }  # fmt: skip
-
-    def summary_html(self) -> str:
-        """The summary as a paragraph (every line escaped)."""
-        lines = "<br>".join(html_text(line, None) for line in self.summary_text().split("\n"))
-        return f'<p class="gv-diff-summary">{lines}</p>\n'
-
-    def changes_html(self) -> str:
-        """The table of per-node changes, and the changes as JSON for scripts and tests."""
-        rows = "".join(
-            f"<tr><td>{html_text(c.type_name, None)}</td><td>{html_text(c.node_a)}</td>"
-            f"<td>{'' if c.step_a is None else c.step_a}</td>"
-            f"<td>{ratio_text(c.ratio)}</td>"
-            f"<td>{'same' if c.same else 'differs'}</td></tr>"
-            for c in self.changes
-        )
-        data = json_for_script(self.to_dict())
-        return (
-            '<table class="gv-diff-table"><tr><th>node</th><th>id in A</th><th>step in A</th>'
-            f"<th>‖B‖/‖A‖</th><th></th></tr>{rows}</table>\n"
-            f'<script type="application/json" class="gv-diff-data">{data}</script>\n'
-        )
-
-    def html(self, title: str = "gradviz diff", **options: Any) -> str:
-        """One offline page: the union drawing and the table of changes (no script)."""
-        drawing = self.svg(**options)
-        drawing = drawing[drawing.find("<svg") :]
-        return (
-            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-            "style-src 'unsafe-inline'; img-src data:\">\n"
-            f"<title>{html_text(title, None)}</title>\n"
-            "<style>body{font:14px sans-serif;margin:12px}td,th{padding:2px 8px;"
-            "text-align:left}</style>\n</head>\n<body>\n"
-            f'<h1 style="font-size:16px">{html_text(title, None)}</h1>\n'
-            f"{self.summary_html()}"
-            f'<div class="gv-diff-graph">{drawing}</div>\n'
-            f"{self.changes_html()}"
-            "</body>\n</html>\n"
-        )
-
-    def save(self, path: str | Path, **options: Any) -> Path:
-        """.html (the page), .svg, .dot or .json (the changes as data), written whole or
-        not at all."""
-        target = Path(path)
-        suffix = target.suffix.lower()
-        if suffix == ".html":
-            text = self.html(**options)
-        elif suffix == ".svg":
-            text = self.svg(**options)
-        elif suffix == ".dot":
-            text = self.to_dot(**options)
-        elif suffix == ".json":
-            text = json_text(self.to_dict(), indent=1)
-        else:
-            raise ValueError(f"cannot save {target.name!r}: use .html, .svg, .dot or .json")
-        return atomic_write(target, text)  # whole or not at all: a full disk keeps the old file
 
     def __str__(self) -> str:
         return self.summary_text()

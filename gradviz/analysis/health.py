@@ -4,7 +4,8 @@ Vanishing gradients shrink by orders of magnitude on the way to the first layers
 ones grow. Every edge's gradient is recorded, so its norm per step, a band (vanishing /
 healthy / exploding / zero / non-finite) and a per-module summary of the parameters'
 gradients come from the recording alone. The drawing maps log10‖g‖ to the edge's width
-and the band to its colour (``edge_styles``), with colours from the theme.
+and the band to its colour (``gradviz.render.reports.health_edge_styles``, colours from
+the theme).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 from gradviz.errors import GradvizError
 from gradviz.model.recording import GradValue, Recording, as_summary
 from gradviz.model.values import Role
-from gradviz.render.theme import Theme, get_theme
 
 __all__ = ["EdgeHealth", "GradientHealth", "ModuleNorm", "gradient_health"]
 
@@ -62,28 +62,6 @@ class GradientHealth:
 
     def band(self, name: str) -> list[EdgeHealth]:
         return [e for e in self.edges.values() if e.band == name]
-
-    def edge_styles(self, theme: Theme | str = "default") -> dict[str, tuple[float, str]]:
-        """Edge key -> (pen width, colour): width grows with log10‖g‖ over this
-        recording's range; vanishing and zero in the theme's node colour, exploding and
-        non-finite in its highlight colour."""
-        chosen = get_theme(theme) if isinstance(theme, str) else theme
-        logs = [e.log10 for e in self.edges.values() if e.log10 is not None]
-        low, high = (min(logs), max(logs)) if logs else (0.0, 0.0)
-        colours = {
-            "vanishing": chosen.node.border,
-            "zero": chosen.node.border,
-            "exploding": chosen.step.active_border,
-            "nonfinite": chosen.step.active_border,
-        }
-        styles = {}
-        for key, edge in self.edges.items():
-            if edge.log10 is None or high == low:
-                width = 0.6 if edge.band in ("zero", "vanishing") else 2.0
-            else:
-                width = 0.6 + 4.4 * (edge.log10 - low) / (high - low)
-            styles[key] = (round(width, 2), colours.get(edge.band, chosen.edge))
-        return styles
 
     def to_dict(self) -> dict[str, Any]:
         return {

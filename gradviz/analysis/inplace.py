@@ -14,14 +14,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.graph import Graph
-from gradviz.render.export import graph_dot, write_graph
 
 __all__ = [
     "InplaceFinding",
@@ -87,15 +85,6 @@ class InplaceReport:
             if forward is not None:
                 ids.extend(r for r, f in forward.tensor_links.items() if f == finding.tensor_id)
         return tuple(dict.fromkeys(ids))
-
-    def to_dot(self, **options: Any) -> str:
-        """The watched combined view with the node, the tensor and the in-place op marked."""
-        options.setdefault("view", "combined")
-        return graph_dot(self.graph, marks=self.marks(), **options)
-
-    def save(self, path: Any, **options: Any) -> Any:
-        options.setdefault("view", "combined")
-        return write_graph(self.graph, Path(path), marks=self.marks(), **options)
 
     def __str__(self) -> str:
         return self.message

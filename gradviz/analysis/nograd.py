@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
+from gradviz.capture.nograd import GradFacts
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.graph import Graph
-from gradviz.render.export import graph_dot, graph_svg, write_graph
 
 __all__ = [
     "CAUSES",
@@ -56,24 +54,6 @@ def is_integer_dtype(dtype: str) -> bool:
 
 
 @dataclass(frozen=True)
-class GradFacts:
-    """What the live tensor and the root's backward graph say, as plain data."""
-
-    label: str
-    requires_grad: bool
-    is_leaf: bool
-    retains_grad: bool
-    dtype: str
-    grad_fn: str | None
-    node_id: str | None  # its node in the root's graph (grad_fn, or AccumulateGrad)
-    root_node_id: str | None
-    record_id: str | None  # its tensor record in the graph, when drawn
-    copied_leaf: bool = False  # grad_fn is a copy whose only input is a leaf's AccumulateGrad
-    forward_id: str | None = None  # under watch(): its forward tensor
-    root_forward_id: str | None = None
-
-
-@dataclass(frozen=True)
 class Cut:
     """The forward op where the tensor's path to the root lost its gradient."""
 
@@ -106,23 +86,6 @@ class NoGradReport:
     def marks(self) -> tuple[str, ...]:
         """Element ids to highlight: the path's nodes and edges, or the cut and its tensors."""
         return self.marked
-
-    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        if self.graph.forward is not None:
-            options.setdefault("view", "combined")
-        options["marks"] = tuple(options.get("marks", ())) + self.marks()
-        return options
-
-    def to_dot(self, **options: Any) -> str:
-        """The graph with the cause marked in the theme's highlight style."""
-        return graph_dot(self.graph, **self._options(options))
-
-    def svg(self, **options: Any) -> str:
-        return graph_svg(self.graph, **self._options(options))
-
-    def save(self, path: Any, **options: Any) -> Path:
-        """Write .svg/.png/.pdf/.dot with the cause marked (suffix chooses the format)."""
-        return write_graph(self.graph, Path(path), **self._options(options))
 
     def __str__(self) -> str:
         return f"{self.message}\nFix: {self.fix}"

@@ -2,20 +2,39 @@
 
 Reading ``requires_grad``, ``is_leaf``, ``retains_grad`` and the tensor's gradient edge
 needs the live tensor; everything after that works on plain data
-(``gradviz.analysis.nograd``).
+(``gradviz.analysis.nograd``, a layer above).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from gradviz.analysis.nograd import GradFacts
 from gradviz.capture import _autograd
 from gradviz.errors import InvalidArgument, NotOnGraph
 from gradviz.model.graph import Graph
 from gradviz.model.summarize import dtype_name
 
-__all__ = ["check_tensor", "gradient_facts"]
+__all__ = ["GradFacts", "check_tensor", "gradient_facts"]
+
+
+@dataclass(frozen=True)
+class GradFacts:
+    """What the live tensor and the root's backward graph say, as plain data."""
+
+    label: str
+    requires_grad: bool
+    is_leaf: bool
+    retains_grad: bool
+    dtype: str
+    grad_fn: str | None
+    node_id: str | None  # its node in the root's graph (grad_fn, or AccumulateGrad)
+    root_node_id: str | None
+    record_id: str | None  # its tensor record in the graph, when drawn
+    copied_leaf: bool = False  # grad_fn is a copy whose only input is a leaf's AccumulateGrad
+    forward_id: str | None = None  # under watch(): its forward tensor
+    root_forward_id: str | None = None
 
 
 def check_tensor(tensor: object, what: str) -> torch.Tensor:

@@ -18,17 +18,15 @@ from typing import Literal, TypedDict
 
 import torch
 
-from gradviz.analysis.flow import check_flow
-from gradviz.analysis.nonfinite import find_origins
-from gradviz.analysis.order import predicted_order
 from gradviz.capture import _autograd, arguments
 from gradviz.capture._interrupts import deferred_interrupts
-from gradviz.capture._own_ops import own_ops
+from gradviz.capture._own_ops import gc_paused, own_ops
 from gradviz.capture.arguments import InputTensors, TensorOrTensors
 from gradviz.capture.by_reference import memory_of, references_safe, shareable, unshare
 from gradviz.capture.hooks import HookHandles, one_hook_will_do
 from gradviz.capture.ondemand import settle_grads
-from gradviz.capture.trace import Params, gc_paused, trace
+from gradviz.capture.order import predicted_order
+from gradviz.capture.trace import Params, trace
 from gradviz.errors import GradvizWarning, GraphFreed, InvalidArgument, backward_failed
 from gradviz.model.graph import Graph, Node
 from gradviz.model.recording import GradValue, Recording, Step
@@ -590,8 +588,6 @@ class _Recorder:
                 mode=self.mode,
                 input_nodes=input_nodes,
             )
-            check_flow(recording)  # the analysis runs here, not in Recording.__init__
-            find_origins(recording)
         self._warn_after()
         if error is not None:
             node_id, where = _where_it_failed(recording, error, self.one_hook_nodes)

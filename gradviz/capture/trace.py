@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import operator
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
@@ -12,7 +10,7 @@ import torch
 
 from gradviz.capture import _autograd
 from gradviz.capture._autograd import PackedByHooks
-from gradviz.capture._own_ops import own_ops
+from gradviz.capture._own_ops import gc_paused, own_ops
 from gradviz.capture.held import held_outside
 from gradviz.capture.ondemand import LiveNode, LiveTensorRecord
 from gradviz.errors import InvalidArgument, NotOnGraph
@@ -55,39 +53,6 @@ def trace(
         walker = _Walker(roots, _named_tensors(params, names))
         with gc_paused():
             return walker.walk()
-
-
-_gc_lock = threading.Lock()
-_gc_pauses = 0  # gc_paused() blocks running now, in any thread
-_gc_was_enabled = False  # the collector's state before the first of them began
-
-
-class gc_paused:  # named as a function: used as one, with gc_paused(): ...
-    """The walk allocates many small objects and frees none; the cyclic collector would
-    rescan them over and over (it took half the time of a 100,000-node walk).
-
-    Counted, so that overlapping blocks (two threads recording at once) keep it paused
-    until the last one ends, which restores the state from before the first one began.
-    A class, not a generator context manager: a trace enters it once, and the generator's
-    machinery cost more than the pause itself on a small graph.
-    """
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        global _gc_pauses, _gc_was_enabled
-        with _gc_lock:
-            if _gc_pauses == 0:
-                _gc_was_enabled = gc.isenabled()
-                gc.disable()
-            _gc_pauses += 1
-
-    def __exit__(self, *exc: object) -> None:
-        global _gc_pauses
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 def _named_tensors(

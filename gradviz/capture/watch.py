@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gradviz.analysis.inplace import explain_in_message
 from gradviz.capture import op_values
 from gradviz.capture._interrupts import deferred_interrupts
 from gradviz.capture._own_ops import running as own_ops_running
@@ -666,7 +665,6 @@ class Watch:
             failed_recording = failed.recording
             if isinstance(failed_recording, Recording):
                 self._link(failed_recording.graph, names)
-                explain_in_message(failed)
             raise
         self._link(recording.graph, names)
         return recording

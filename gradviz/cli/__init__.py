@@ -26,6 +26,7 @@ from gradviz.cli.output import OutputError, fitted_dot, png_size, svg_scale, wri
 from gradviz.cli.terminal import EscapedStream, terminal_text
 from gradviz.cli.training import ScriptTraining
 from gradviz.errors import GradvizError
+from gradviz.export.files import write_file
 from gradviz.objects import OptimizerStep, Recording, record
 from gradviz.render.theme import THEMES
 
@@ -402,8 +403,7 @@ def _optimizer_step(step: OptimizerStep, out: Path, stem: str) -> Path:
     for note in step.notes:
         _say(f"    note: {note}")
     path = out / f"{stem}-optimizer-step.txt"
-    path.write_text(step.text() + "\n", encoding="utf-8")
-    return path
+    return write_file(path, step.text() + "\n")
 
 
 def _drawing(recording: Recording, path: Path, args: argparse.Namespace, views: Any) -> Path:
@@ -412,7 +412,7 @@ def _drawing(recording: Recording, path: Path, args: argparse.Namespace, views: 
 
     dot = fitted_dot(recording.graph.to_dot(fold=args.fold, **views), args.max_size)
     data = run_dot(dot, args.format)
-    path.write_bytes(data)
+    write_file(path, data)
     if args.format == "svg":
         scale = svg_scale(data.decode("utf-8"))
     elif args.max_size == 0 or max(png_size(data)) < args.max_size - 1:

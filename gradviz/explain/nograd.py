@@ -9,10 +9,6 @@ forward ops also give the line that cut the chain: ``detach()``/``.data``, an op
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import torch
-
 from gradviz.analysis.nograd import (
     COPY_OPS,
     Cut,
@@ -22,44 +18,27 @@ from gradviz.analysis.nograd import (
     grad_path,
     is_integer_dtype,
 )
-from gradviz.capture.nograd import check_tensor, gradient_facts
-from gradviz.capture.trace import trace
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.graph import Graph
 
-if TYPE_CHECKING:
-    from gradviz.capture.watch import Watch
-
-__all__ = ["why_no_grad", "why_no_grad_watched"]
+__all__ = ["explain_no_grad", "forward_label"]
 
 
-def why_no_grad(tensor: torch.Tensor, root: torch.Tensor, name: str | None = None) -> NoGradReport:
-    """Why ``tensor.grad`` is None after ``root.backward()``, from the backward graph alone.
+def explain_no_grad(
+    graph: Graph, facts: GradFacts, root: str = "root", forward: Forward | None = None
+) -> NoGradReport:
+    """Why the tensor of ``facts`` gets no ``.grad`` from a backward of the root's ``graph``.
 
-    ``name`` labels the tensor in the words and the drawing. For the line that cut the
-    graph (``detach``, ``no_grad``, an integer cast), run the forward pass inside
-    ``gradviz.watch()`` and ask ``w.why_no_grad(tensor, root)``.
+    The caller traces the graph and reads the live facts (``gradviz.capture.nograd``);
+    ``root`` names the root in the words; ``forward`` (what ``watch()`` saw) gives the
+    line that cut the graph (``detach``, ``no_grad``, an integer cast).
     """
-    tensor = check_tensor(tensor, "tensor")
-    root = check_tensor(root, "root")
-    label = name or "tensor"
-    graph = trace(root, names={label: tensor} if tensor.requires_grad else None)
-    facts = gradient_facts(graph, tensor, root, label)
-    return _decide(graph, facts, None, "root")
+    return _decide(graph, facts, forward, root)
 
 
-def why_no_grad_watched(watch: Watch, tensor: torch.Tensor, root: torch.Tensor) -> NoGradReport:
-    """``why_no_grad`` with what ``watch`` saw of the forward pass: the line of the cause."""
-    tensor = check_tensor(tensor, "tensor")
-    root = check_tensor(root, "root")
-    forward_id = watch.find(tensor)
-    root_forward_id = watch.find(root)
-    forward = watch.forward
-    label = _label(forward, forward_id, "the tensor")
-    names = {label: tensor} if tensor.requires_grad and forward_id is None else None
-    graph = watch.trace(root, names=names)
-    facts = gradient_facts(graph, tensor, root, label, forward_id, root_forward_id)
-    return _decide(graph, facts, graph.forward, _label(forward, root_forward_id, "the root"))
+def forward_label(forward: Forward, tensor_id: str | None, default: str) -> str:
+    """The name ``watch()`` gave a forward tensor, or ``default``."""
+    return _label(forward, tensor_id, default)
 
 
 def _label(forward: Forward, tensor_id: str | None, default: str) -> str:

@@ -1,20 +1,24 @@
-"""Graphs to files: DOT text, laid-out SVG/PNG/PDF, or JSON, chosen by the file's suffix.
+"""A graph as the content of a file: DOT text, laid-out SVG/PNG/PDF, or JSON.
 
-The one place that maps a suffix to an export format; Graphviz itself runs in ``backend``.
+``gradviz.export`` chooses the format by the file's suffix and writes the file; Graphviz
+itself runs in ``backend``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from gradviz.atomic import atomic_write
+from gradviz.errors import InvalidArgument
 from gradviz.model.graph import Graph
 from gradviz.render.backend import FORMATS, run_dot
 from gradviz.render.options import RenderOptions
 from gradviz.render.views import to_dot
 
-__all__ = ["graph_dot", "graph_svg", "write_graph"]
+__all__ = ["GRAPH_SUFFIXES", "graph_dot", "graph_file", "graph_svg"]
+
+# what a graph saves as: Graphviz's drawings, its DOT text, the plain data
+GRAPH_SUFFIXES = (*(f".{name}" for name in FORMATS), ".dot", ".json")
 
 
 def graph_dot(graph: Graph, **options: Any) -> str:
@@ -27,19 +31,17 @@ def graph_svg(graph: Graph, **options: Any) -> str:
     return run_dot(graph_dot(graph, **options), "svg").decode("utf-8")
 
 
-def write_graph(graph: Graph, path: Path, **options: Any) -> Path:
-    """Save by suffix: .svg/.png/.pdf (laid out), .dot (DOT text) or .json (plain data).
-    ``dpi=`` sets a PNG's resolution. Every file is written atomically."""
-    suffix = path.suffix.lower().lstrip(".")
-    dpi = options.pop("dpi", None)
-    if dpi is not None and suffix != "png":
-        raise TypeError("dpi= applies to .png files only")
-    if suffix == "json":
-        if options:
-            raise TypeError(".json saves the data only; render options do not apply")
-        return atomic_write(path, graph.to_json())
-    if suffix == "dot":
-        return atomic_write(path, graph_dot(graph, **options))
-    if suffix in FORMATS:
-        return atomic_write(path, run_dot(graph_dot(graph, **options), suffix, dpi=dpi))
-    raise ValueError(f"cannot save {path.name!r}: use a .svg, .png, .pdf, .dot or .json file name")
+def graph_file(graph: Graph, suffix: str, options: Mapping[str, Any]) -> bytes | str:
+    """The graph as the file of ``suffix``: .svg/.png/.pdf (laid out), .dot (DOT text) or
+    .json (plain data). ``dpi=`` sets a PNG's resolution. ``gradviz.export`` writes it."""
+    chosen = dict(options)
+    dpi = chosen.pop("dpi", None)
+    if dpi is not None and suffix != ".png":
+        raise InvalidArgument("dpi= applies to .png files only")
+    if suffix == ".json":
+        if chosen:
+            raise InvalidArgument(".json saves the data only; render options do not apply")
+        return graph.to_json()
+    if suffix == ".dot":
+        return graph_dot(graph, **chosen)
+    return run_dot(graph_dot(graph, **chosen), suffix.lstrip("."), dpi=dpi)

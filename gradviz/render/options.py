@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
+from typing_extensions import Unpack
+
 from gradviz.errors import InvalidArgument, InvalidInput
 from gradviz.render.frontier import collapse_spec
 from gradviz.render.theme import Theme, get_theme
@@ -49,7 +51,7 @@ class RenderOptions:
     fold: bool | int = False
 
     @classmethod
-    def make(cls, **options: Any) -> RenderOptions:
+    def make(cls, **options: Unpack[RenderKeywords]) -> RenderOptions:
         """Options from keywords, checked, with friendly names accepted. The options made
         from plain values (flags, names, numbers: ``to_dot(values=False)``) are kept and
         given again: a frozen value, and making one cost more than a small drawing's DOT."""
@@ -115,7 +117,9 @@ _PLAIN = (bool, int, float, str, type(None))
 
 
 class StyleKeywords(TypedDict, total=False):
-    """The render options except ``view``: what a stepper takes, which shows every view."""
+    """The render options except ``view``: what a stepper takes, which shows every view.
+    Written out for the type checker; ``tests/test_options_agree.py`` holds them to
+    ``RenderOptions``'s fields."""
 
     direction: str
     saved: bool

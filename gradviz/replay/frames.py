@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from gradviz.analysis.breakpoints import breakpoint_data
-from gradviz.atomic import atomic_write
 from gradviz.explain.lookup import narrating
 from gradviz.explain.steps import describe_step, narrate
 from gradviz.model.recording import Recording, short_text, value_text
@@ -68,7 +66,7 @@ __all__ = [
     "make_frame",
     "make_frames",
     "replay_data",
-    "save_steps",
+    "step_files",
     "step_svg",
 ]
 
@@ -474,22 +472,18 @@ def step_svg(recording: Recording, index: int, **options: Any) -> str:
     return template.render(classes_at(schedule, index, view), css)
 
 
-def save_steps(recording: Recording, folder: Path, **options: Any) -> list[Path]:
+def step_files(recording: Recording, **options: Any) -> Iterator[tuple[str, str]]:
     """``step-000.svg`` (the seed) to ``step-N.svg``; under ``watch()`` first
-    ``forward-001.svg`` to ``forward-F.svg``, one per forward op, in the stepper's order."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    ``forward-001.svg`` to ``forward-F.svg``, one per forward op, in the stepper's order:
+    each file's name and SVG, for ``gradviz.export`` to write."""
     count = len(recording.forward_ops)
     for forward_index in range(1, count + 1):
-        path = folder / f"forward-{forward_index:03d}.svg"
-        svg = step_svg(recording, forward_index - count - 1, **options)
-        atomic_write(path, svg)
-        written.append(path)
+        yield (
+            f"forward-{forward_index:03d}.svg",
+            step_svg(recording, forward_index - count - 1, **options),
+        )
     for index in range(len(recording.steps) + 1):
-        path = folder / f"step-{index:03d}.svg"
-        atomic_write(path, step_svg(recording, index, **options))
-        written.append(path)
-    return written
+        yield f"step-{index:03d}.svg", step_svg(recording, index, **options)
 
 
 def classroom_data(recording: Recording, prefix: str) -> dict[str, Any]:

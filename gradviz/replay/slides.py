@@ -14,11 +14,9 @@ import re
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
-from gradviz.atomic import atomic_write
 from gradviz.errors import GradvizError
 from gradviz.escape import visible_text
 from gradviz.explain.steps import describe_step
@@ -27,7 +25,7 @@ from gradviz.render import pdffonts, raster
 from gradviz.replay.forwardframes import describe_forward
 from gradviz.replay.frames import step_svg
 
-__all__ = ["Slide", "save_pdf", "save_pptx", "slides"]
+__all__ = ["Slide", "slides", "slides_pdf", "slides_pptx"]
 
 # one 16:9 page in points (a projector's shape; Beamer's 16:9 is the same ratio)
 PAGE_WIDTH, PAGE_HEIGHT = 960.0, 540.0
@@ -72,15 +70,15 @@ def slides(recording: Recording, **options: Any) -> list[Slide]:
     return frames
 
 
-def save_pdf(recording: Recording, path: Path, **options: Any) -> Path:
+def slides_pdf(recording: Recording, name: str, **options: Any) -> bytes:
     """One page per frame: the graph scaled to the same box on every page, the frame's title
-    and narration as a caption below."""
+    and narration as a caption below; ``name`` goes into the document's title."""
     from reportlab.pdfgen import canvas
 
     # invariant: no date or random id inside, so the same replay gives the same bytes
-    buffer = io.BytesIO()  # drawn in memory, then written whole (``atomic_write``)
+    buffer = io.BytesIO()  # drawn in memory, then written whole (``gradviz.export``)
     pdf = canvas.Canvas(buffer, pagesize=(PAGE_WIDTH, PAGE_HEIGHT), invariant=True)
-    pdf.setTitle(visible_text(f"gradviz replay: {path.stem}"))
+    pdf.setTitle(visible_text(f"gradviz replay: {name}"))
     box_width = PAGE_WIDTH - 2 * MARGIN
     box_height = PAGE_HEIGHT - 2 * MARGIN - CAPTION_HEIGHT
     for slide in slides(recording, **options):
@@ -94,10 +92,10 @@ def save_pdf(recording: Recording, path: Path, **options: Any) -> Path:
         text.drawOn(pdf, MARGIN, MARGIN + CAPTION_HEIGHT - used)
         pdf.showPage()
     pdf.save()
-    return atomic_write(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
-def save_pptx(recording: Recording, path: Path, **options: Any) -> Path:
+def slides_pptx(recording: Recording, **options: Any) -> bytes:
     """One 16:9 slide per frame: the title, the graph as a picture in the same box on every
     slide, the narration in the speaker notes."""
     from pptx import Presentation
@@ -133,7 +131,7 @@ def save_pptx(recording: Recording, path: Path, **options: Any) -> Path:
     deck.core_properties.last_printed = fixed
     buffer = io.BytesIO()
     deck.save(buffer)
-    return atomic_write(path, _dated(buffer.getvalue()))
+    return _dated(buffer.getvalue())
 
 
 def _dated(archive: bytes) -> bytes:

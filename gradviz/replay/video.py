@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape as xml_escape
 
-from gradviz.atomic import atomic_write
 from gradviz.errors import GradvizError, InvalidArgument
 from gradviz.escape import visible_text
 from gradviz.model.recording import Recording
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
     from PIL.ImageFont import FreeTypeFont
 
-__all__ = ["DEFAULT_FPS", "DEFAULT_SIZE", "VIDEO_KEYWORDS", "save_video", "video_frames"]
+__all__ = ["DEFAULT_FPS", "DEFAULT_SIZE", "VIDEO_KEYWORDS", "video_bytes", "video_frames"]
 
 DEFAULT_SIZE = (1280, 720)  # 720p: sharp on a projector, small enough for a course page
 DEFAULT_SECONDS_PER_STEP = 1.0
@@ -75,22 +74,21 @@ class _Layout:
         return m, m, self.width - 2 * m, self.height - self.caption_height - 2 * m
 
 
-def save_video(
+def video_bytes(
     recording: Recording,
-    path: Path,
+    suffix: str,
     *,
     size: object = DEFAULT_SIZE,
     seconds_per_step: object = DEFAULT_SECONDS_PER_STEP,
     fps: object = None,
     **options: Any,
-) -> Path:
-    """Write ``path`` (.mp4 or .gif) whole: every frame of the replay for
+) -> bytes:
+    """The file a ``suffix`` (.mp4 or .gif) holds: every frame of the replay for
     ``seconds_per_step`` seconds, drawn at ``size`` (width, height) pixels; ``fps`` is the
     MP4's frame rate (each step lasts ``round(fps * seconds_per_step)`` frames). The other
     keywords are render options."""
-    suffix = path.suffix.lower()
     if suffix not in (".mp4", ".gif"):
-        raise InvalidArgument(f"cannot save {path.name!r} as a video: use .mp4 or .gif")
+        raise InvalidArgument(f"cannot make a {suffix!r} video: use .mp4 or .gif")
     width, height = _size(size, even=suffix == ".mp4")
     seconds = _seconds(seconds_per_step)
     if suffix == ".gif":
@@ -100,12 +98,12 @@ def save_video(
             )
         _require("PIL", "Pillow")
         frames = video_frames(recording, (width, height), **options)
-        return atomic_write(path, _gif(frames, seconds))
+        return _gif(frames, seconds)
     rate, per_step = _frames_per_step(DEFAULT_FPS if fps is None else fps, seconds)
     _require("av", "PyAV")
     _require("PIL", "Pillow")
     frames = video_frames(recording, (width, height), **options)
-    return atomic_write(path, _mp4(frames, rate, per_step))
+    return _mp4(frames, rate, per_step)
 
 
 def video_frames(recording: Recording, size: tuple[int, int], **options: Any) -> Iterator[Image]:

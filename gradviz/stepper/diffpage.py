@@ -14,6 +14,7 @@ from typing import Any
 
 from gradviz.analysis.diff import RecordingDiff
 from gradviz.model.recording import Recording
+from gradviz.render.reports import diff_changes_html, diff_summary_html
 from gradviz.replay.overlays import diff_data
 from gradviz.stepper.page import replay_html
 
@@ -37,7 +38,8 @@ def union_recording(diff: RecordingDiff) -> Recording:
 
 def _table(diff: RecordingDiff) -> str:
     """The diff's summary and table of changes below the stepper."""
-    return f'<div style="font:13px sans-serif">\n{diff.summary_html()}{diff.changes_html()}</div>\n'
+    table = f"{diff_summary_html(diff)}{diff_changes_html(diff)}"
+    return f'<div style="font:13px sans-serif">\n{table}</div>\n'
 
 
 def diff_html(diff: RecordingDiff, title: str = "gradviz diff", **options: Any) -> str:

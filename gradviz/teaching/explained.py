@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from gradviz.atomic import atomic_write
+from gradviz.export.files import write_file
 from gradviz.objects import record, record_step, watch
 
 __all__ = ["ENTRIES", "Explained", "explained_section", "render_explained"]
@@ -82,7 +82,7 @@ def _memory(folder: Path) -> Explained:
         for s in memory.steps
     ]
     peak = folder / "memory-peak.svg"  # the replay at the peak: which nodes have run
-    atomic_write(peak, recording.svg(step=memory.peak_step))
+    write_file(peak, recording.svg(step=memory.peak_step))
     done.files += [peak, recording.save(folder / "memory.html", title="gradviz · memory")]
     done.text = "\n".join(
         [*rows, f"peak {memory.peak} B at step {memory.peak_step}", "",
@@ -106,7 +106,7 @@ def _health(folder: Path) -> Explained:
     recording = record(model(torch.randn(16, 8)).pow(2).mean(), params=model)
     health = recording.health()
     path = folder / "health.svg"
-    atomic_write(path, recording.svg(health=True, direction="left-right"))
+    write_file(path, recording.svg(health=True, direction="left-right"))
     done.files.append(path)
     done.wide = True
     done.text = "\n".join(f"layer {m.module}: ‖grad‖ = {m.norm:.2e}" for m in health.modules) + (
@@ -153,7 +153,7 @@ def _optimizer_step(folder: Path) -> Explained:
         step = record_step(optimizer, model(data).pow(2).mean(), params=model)
     title = "gradviz · the backward, then optimizer.step()"
     picture = folder / "optimizer-step.svg"
-    atomic_write(picture, step.recording.svg())
+    write_file(picture, step.recording.svg())
     done.files += [picture, step.save(folder / "optimizer-step.html", title=title)]
     done.text = step.text()
     return done
@@ -175,7 +175,7 @@ def render_explained(out: Path, progress: Callable[[str], None] | None = None) -
     done = []
     for make in ENTRIES:
         entry = make(folder)
-        entry.files.append(atomic_write(folder / f"{entry.slug}.txt", entry.text + "\n"))
+        entry.files.append(write_file(folder / f"{entry.slug}.txt", entry.text + "\n"))
         if progress is not None:
             progress(f"  explained/{entry.slug}: {len(entry.files)} files")
         done.append(entry)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gradviz.export.files import write_file
 from gradviz.model.recording import GradValue, value_text
 from gradviz.objects import Recording, record, trace
 from gradviz.render.options import View
@@ -255,7 +256,7 @@ def write_gallery(
     )
     path = out / "index.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    write_file(path, page)
     return path
 
 
@@ -264,7 +265,7 @@ def write_themes(folder: Path) -> Path:
     data = {name: dataclasses.asdict(theme) for name, theme in THEMES.items()}
     path = folder / "themes.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_file(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return path
 
 
@@ -276,7 +277,7 @@ def render_assets(folder: Path) -> list[Path]:
     fresh = lesson("ten-ops").build()
     recording = record(*fresh.roots, names=fresh.names)
     step = folder / "ten-ops-step-3.svg"
-    step.write_text(recording.svg(step=3), encoding="utf-8")
+    write_file(step, recording.svg(step=3))
     return [
         graph.save(folder / "ten-ops-backward.svg", view="backward"),
         graph.save(folder / "ten-ops-combined.svg", view="combined"),
