@@ -42,7 +42,7 @@ from gradviz.errors import BackwardFailed, GradvizError, InvalidArgument
 from gradviz.explain import nograd as _nograd
 from gradviz.explain.optstep import describe_step
 from gradviz.export import files
-from gradviz.export.keywords import SaveKeywords, check_save_keywords
+from gradviz.export.keywords import FilmStripKeywords, SaveKeywords, check_save_keywords
 from gradviz.model import graph as _graph
 from gradviz.model import optstep as _optstep_data
 from gradviz.model import recording as _recording
@@ -496,17 +496,14 @@ class TrainingRun(_training.TrainingRun):
         value and at each module's vanishing / exploding onset (by the two thresholds)."""
         return filmstrip_html(self, title, vanishing_below, exploding_above)
 
-    def save(
-        self,
-        path: str | Path,
-        title: str = "gradviz training",
-        vanishing_below: float = _training.VANISHING_BELOW,
-        exploding_above: float = _training.EXPLODING_ABOVE,
-    ) -> Path:
+    def save(self, path: str | Path, **options: Unpack[FilmStripKeywords]) -> Path:
         """.html (the film strip page, ``html()``'s keywords) or .json (``to_dict()``),
         written atomically."""
-        thresholds = {"vanishing_below": vanishing_below, "exploding_above": exploding_above}
-        options = {"title": title, **thresholds} if Path(path).suffix.lower() == ".html" else {}
+        if options and Path(path).suffix.lower() != ".html":
+            raise InvalidArgument(
+                f"save({Path(path).name!r}) does not take {', '.join(sorted(options))}: "
+                "they are for the .html film strip"
+            )
         return files.save(self, path, options)
 
 

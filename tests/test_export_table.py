@@ -24,12 +24,13 @@ from gradviz.export import files
 SAVES_AS: dict[str, set[str]] = {
     "graph": {".svg", ".png", ".pdf", ".dot", ".json"},
     "watched graph": {".svg", ".png", ".pdf", ".dot", ".json"},
-    "recording": {".svg", ".html", ".json", ".pdf", ".pptx"},
-    "watched recording": {".svg", ".html", ".json", ".pdf", ".pptx"},
+    "recording": {".svg", ".html", ".json", ".pdf", ".pptx", ".mp4", ".gif"},
+    "watched recording": {".svg", ".html", ".json", ".pdf", ".pptx", ".mp4", ".gif"},
     "diff": {".html", ".svg", ".dot", ".json"},
     "in-place explanation": {".svg", ".png", ".pdf", ".dot"},
     "why no grad": {".svg", ".png", ".pdf", ".dot"},
     "optimizer step": {".html", ".json"},
+    "training run": {".html", ".json"},
 }
 SUFFIXES = sorted({*files.FORMATS, ".xyz", ".SVG"})
 
@@ -49,6 +50,11 @@ def _make() -> dict[str, Any]:
     watched = w.record(loss, retain_graph=True)  # before the optimizer changes the weights
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     step = gradviz.record_step(optimizer, model(torch.ones(1, 2)).sum(), params=model)
+    with gradviz.watch_training(model, optimizer) as run:
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(torch.ones(1, 2)).sum().backward()
+            optimizer.step()
     return {
         "graph": gradviz.trace((plain * 3).sin().sum()),
         "watched graph": graph,
@@ -58,6 +64,7 @@ def _make() -> dict[str, Any]:
         "in-place explanation": gradviz.explain_inplace(graph),
         "why no grad": w.why_no_grad(x, loss),
         "optimizer step": step,
+        "training run": run,
     }
 
 

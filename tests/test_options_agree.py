@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import gradviz
-from gradviz.export.keywords import PAGE_OR_SVG, PageKeywords, SaveKeywords
+from gradviz.export.keywords import PAGE_OR_SVG, VIDEO, PageKeywords, SaveKeywords
 from gradviz.render.options import RenderKeywords, RenderOptions, StyleKeywords
 
 FIELDS = {f.name for f in dataclasses.fields(RenderOptions)}
@@ -26,9 +26,9 @@ def test_style_keywords_are_the_render_options_but_the_view() -> None:
     assert set(typing.get_type_hints(StyleKeywords)) == FIELDS - {"view"}
 
 
-def test_save_keywords_are_the_render_options_and_the_page_or_svg_keywords() -> None:
+def test_save_keywords_are_the_render_options_and_the_page_svg_or_video_keywords() -> None:
     hints = set(typing.get_type_hints(SaveKeywords))
-    assert hints == FIELDS | PAGE_OR_SVG
+    assert hints == FIELDS | PAGE_OR_SVG | VIDEO
     assert set(typing.get_type_hints(PageKeywords)) == FIELDS | (PAGE_OR_SVG - {"title", "health"})
 
 

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypedDict
 
 from gradviz.errors import InvalidArgument
 from gradviz.render.options import RenderKeywords
 
-__all__ = ["PAGE_OR_SVG", "PageKeywords", "SaveKeywords", "check_save_keywords"]
+__all__ = [
+    "PAGE_OR_SVG",
+    "VIDEO",
+    "FilmStripKeywords",
+    "PageKeywords",
+    "SaveKeywords",
+    "check_save_keywords",
+]
 
 
 class PageKeywords(RenderKeywords, total=False):
@@ -39,6 +47,15 @@ class SaveKeywords(PageKeywords, total=False):
     fps: int
 
 
+class FilmStripKeywords(TypedDict, total=False):
+    """``TrainingRun.save``'s keywords for its .html film strip: the page's ``title``, and
+    the thresholds its vanishing and exploding marks use."""
+
+    title: str
+    vanishing_below: float
+    exploding_above: float
+
+
 # What each format of ``Recording.save`` takes besides the render options (None: nothing).
 _FORMAT_KEYWORDS: dict[str, frozenset[str] | None] = {
     ".svg": frozenset({"step", "health"}),
@@ -50,7 +67,8 @@ _FORMAT_KEYWORDS: dict[str, frozenset[str] | None] = {
     ".json": None,
 }
 PAGE_OR_SVG = frozenset({"title", "views", "compress", "step", "health", "explain"})
-_NOT_RENDER = PAGE_OR_SVG | {"size", "seconds_per_step", "fps"}  # checked per format
+VIDEO = frozenset({"size", "seconds_per_step", "fps"})
+_NOT_RENDER = PAGE_OR_SVG | VIDEO  # checked per format
 
 
 def check_save_keywords(target: Path, options: Mapping[str, object]) -> None:

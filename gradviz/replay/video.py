@@ -31,12 +31,11 @@ if TYPE_CHECKING:
     from PIL.Image import Image
     from PIL.ImageFont import FreeTypeFont
 
-__all__ = ["DEFAULT_FPS", "DEFAULT_SIZE", "VIDEO_KEYWORDS", "video_bytes", "video_frames"]
+__all__ = ["DEFAULT_FPS", "DEFAULT_SIZE", "video_bytes", "video_frames"]
 
 DEFAULT_SIZE = (1280, 720)  # 720p: sharp on a projector, small enough for a course page
 DEFAULT_SECONDS_PER_STEP = 1.0
 DEFAULT_FPS = 10  # an MP4's frame rate: still frames need few; players expect some
-VIDEO_KEYWORDS = frozenset({"size", "seconds_per_step", "fps"})
 INSTALL = "pip install torch-gradviz[video]"
 
 CAPTION_LINES = 4  # the title, then up to three lines of narration
