@@ -35,7 +35,16 @@ from gradviz.capture._own_ops import running as own_ops_running
 from gradviz.capture.names import Bindings, loop_variables, prime
 from gradviz.capture.trace import Params, trace
 from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
-from gradviz.model.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
+from gradviz.model.forward import (
+    Arg,
+    FOp,
+    Forward,
+    FTensor,
+    ModuleScope,
+    SourceLine,
+    TensorState,
+    VersionBump,
+)
 from gradviz.model.graph import Graph
 from gradviz.model.recording import Recording
 
@@ -131,19 +140,28 @@ class _Mode(TorchFunctionMode):
             )  # fmt: skip
             return out
         if name == "__set__":
-            out = func(*args, **kwargs)
             attribute = getattr(getattr(func, "__self__", None), "__name__", "")
-            if attribute == "requires_grad" and args and isinstance(args[0], torch.Tensor):
-                self.owner._guard(self.owner._requires_grad_set, args[0], bool(args[1]))
+            if not args or not isinstance(args[0], torch.Tensor):
+                return func(*args, **kwargs)
+            first: list[_Seen | None] = [None]
+            if attribute == "requires_grad":
+                first = self.owner._before([args[0]])
+            out = func(*args, **kwargs)
+            if attribute == "requires_grad":
+                self.owner._guard(self.owner._requires_grad_set, args[0], bool(args[1]), first)
+            elif attribute == "data":  # new values, the same version: summarized again
+                self.owner._guard(self.owner._data_changed, args[0])
             return out
         inputs = op_values.flat_tensors(args) + op_values.flat_tensors(list(kwargs.values()))
         before = [op_values.version(t) for t in inputs]
+        first = self.owner._before(inputs)
         seq_start = _get_sequence_nr()
         out = func(*args, **kwargs)
         seq_end = _get_sequence_nr()
         self.owner._guard(
-            self.owner._op, func, args, kwargs, out, inputs, before, seq_start, seq_end
-        )
+            self.owner._op, func, args, kwargs, out, inputs, before, seq_start, seq_end, None,
+            first,
+        )  # fmt: skip
         return out
 
 
@@ -194,6 +212,12 @@ class Watch:
         # tensors that are freed before the trace (the locals of a function that returned)
         self._grad_edges: dict[str, tuple[int, int, str]] = {}
         self._roots_by_name: dict[str, torch.Tensor] = {}
+        # per tensor id: what its last state drew (op_values.state_key), so a state is noted
+        # only when it changes; the ids whose values changed without a version bump (.data);
+        # and each ``x.data`` alias's source, whose values an in-place op on it changes
+        self._seen: dict[str, op_values.StateKey] = {}
+        self._dirty: set[str] = set()
+        self._data_of: dict[str, str] = {}
         self._closed = False
         self._thread: int | None = None  # the thread that entered the block
         if model is not None:
@@ -271,13 +295,22 @@ class Watch:
             self.errors.append(f"{getattr(fn, '__name__', fn)}: {type(error).__name__}: {error}")
 
     # -- tensors ------------------------------------------------------------------------------
-    def _tensor_id(self, tensor: torch.Tensor, created_by: int | None) -> str:
+    def _tensor_id(
+        self,
+        tensor: torch.Tensor,
+        created_by: int | None,
+        first: _Seen | None = None,
+        after: bool = True,
+    ) -> str:
+        """The tensor's id, registering it on first sight with its first state: ``first``
+        (taken before the op that reads it ran) or as it is now."""
         found = self._registry.find(tensor)
         if found is not None:
             return found
         tensor_id = f"f{len(self.forward.tensors)}"
         base = getattr(tensor, "_base", None)
         base_id = self._registry.find(base) if isinstance(base, torch.Tensor) else None
+        state, key = first or _state(tensor, len(self.forward.ops), after)
         self.forward.tensors.append(
             FTensor(
                 id=tensor_id,
@@ -285,27 +318,66 @@ class Watch:
                 name_source=None,
                 shape=tuple(tensor.shape),
                 dtype=str(tensor.dtype).removeprefix("torch."),
-                role=op_values.role(tensor),
-                requires_grad=tensor.requires_grad,
-                is_leaf=op_values.is_leaf(tensor),
-                data=op_values.cheap_summary(tensor),
+                role=state.role,
+                requires_grad=state.requires_grad,
+                is_leaf=state.is_leaf,
+                data=state.data,
                 created_by=created_by,
-                version=op_values.version(tensor),
+                version=state.version,
                 base=base_id,
-                grad_fn=_type_name(op_values.grad_fn(tensor)),
+                grad_fn=state.grad_fn,
+                states=[state],
             )
         )
         self.forward._by_id[tensor_id] = self.forward.tensors[-1]
         self._registry.add(tensor, tensor_id)
+        self._seen[tensor_id] = key
         return tensor_id
 
-    def _refresh(self, tensor_id: str, tensor: torch.Tensor) -> None:
+    def _observe(self, tensor_id: str, tensor: torch.Tensor, op: int, after: bool) -> None:
+        """Note the tensor's state at this moment when it differs from its last one: the
+        only per-op cost is reading a few attributes (``op_values.state_key``)."""
+        key = op_values.state_key(tensor)
+        dirty = tensor_id in self._dirty
+        last_key = self._seen.get(tensor_id)
+        if key == last_key and not dirty:
+            return
         item = self.forward._by_id[tensor_id]
-        item.role = op_values.role(tensor)
-        item.requires_grad = tensor.requires_grad
-        item.is_leaf = op_values.is_leaf(tensor)
-        item.version = op_values.version(tensor)
-        item.grad_fn = _type_name(op_values.grad_fn(tensor))
+        last = item.states[-1] if item.states else None
+        state, _ = _state(tensor, op, after, last, last_key, key, dirty)
+        item.states.append(state)
+        self._seen[tensor_id] = key
+        self._dirty.discard(tensor_id)
+        item.role = state.role
+        item.requires_grad = state.requires_grad
+        item.is_leaf = state.is_leaf
+        item.version = state.version
+        item.grad_fn = state.grad_fn
+
+    def _before(self, inputs: list[torch.Tensor]) -> list[_Seen | None]:
+        """Before an op runs: each input it reads as it is now. A known tensor's change
+        (made by no op: ``.grad`` written by a backward pass, say) is noted at this moment;
+        an unknown one's state is kept, for the op to register it with (after an in-place
+        op it would read as changed already)."""
+        first: list[_Seen | None] = []
+        try:
+            index = len(self.forward.ops)
+            for tensor in inputs:
+                found = self._registry.find(tensor)
+                if found is None:
+                    first.append(_state(tensor, index, False))
+                else:
+                    self._observe(found, tensor, index, False)
+                    first.append(None)
+        except Exception as error:  # pragma: no cover - defensive, as _guard
+            self.errors.append(f"_before: {type(error).__name__}: {error}")
+            return [None] * len(inputs)
+        return first
+
+    def _data_changed(self, tensor: torch.Tensor) -> None:
+        found = self._registry.find(tensor)
+        if found is not None:
+            self._dirty.add(found)
 
     # -- what the mode and hooks report ------------------------------------------------------
     def _find_any(self, value: object) -> str | None:
@@ -349,12 +421,17 @@ class Watch:
         seq_start: int,
         seq_end: int,
         name: str | None = None,
+        first: list[_Seen | None] | None = None,
     ) -> None:
         outputs = op_values.flat_tensors(out)
         name = name or op_values.op_name(func)
         bumps: list[VersionBump] = []
         index = len(self.forward.ops)
-        input_ids = [self._tensor_id(t, None) for t in inputs]
+        firsts = first or [None] * len(inputs)
+        input_ids = [
+            self._tensor_id(t, None, state, after=False)
+            for t, state in zip(inputs, firsts, strict=True)
+        ]
         for tensor, tensor_id, old in zip(inputs, input_ids, before, strict=True):
             new = op_values.version(tensor)
             if old is not None and new is not None and new != old:
@@ -389,7 +466,13 @@ class Watch:
                 edge = (int(node._sequence_nr()), int(tensor.output_nr))
                 self._grad_edges[tensor_id] = (*edge, str(tensor.device))
         for tensor, tensor_id in zip(inputs + outputs, input_ids + output_ids, strict=True):
-            self._refresh(tensor_id, tensor)
+            self._observe(tensor_id, tensor, index, True)
+        if name == "data" and output_ids and input_ids:
+            self._data_of[output_ids[0]] = input_ids[0]
+        for bump in bumps:  # x.data changed in place: x's values, not its version
+            source = self._data_of.get(bump.tensor)
+            if source is not None:
+                self._dirty.add(source)
         kind = "op"
         if bumps:
             kind = "inplace"
@@ -423,10 +506,12 @@ class Watch:
             frame,
         )
 
-    def _requires_grad_set(self, tensor: torch.Tensor, value: bool) -> None:
+    def _requires_grad_set(
+        self, tensor: torch.Tensor, value: bool, first: list[_Seen | None]
+    ) -> None:
         index = len(self.forward.ops)
-        tensor_id = self._tensor_id(tensor, None)
-        self._refresh(tensor_id, tensor)
+        tensor_id = self._tensor_id(tensor, None, first[0], after=False)
+        self._observe(tensor_id, tensor, index, True)
         seq = _get_sequence_nr()
         line, frame = self._source()
         self._append(
@@ -498,10 +583,11 @@ class Watch:
             if self.forward.modules[index].seq_end < 0:
                 self.forward.modules[index].seq_end = _get_sequence_nr()
         self._stack = []
+        end = len(self.forward.ops)  # a change seen only now: after every op
         for tensor_id in list(self._registry.live):
             tensor = self._registry.get(tensor_id)
             if tensor is not None:
-                self._refresh(tensor_id, tensor)
+                self._observe(tensor_id, tensor, end, False)
         candidates: dict[str, tuple[int, str]] = {}  # tensor id -> (priority, name)
 
         def offer(tensor: object, name: str, priority: int, extend: bool = True) -> None:
@@ -706,3 +792,44 @@ def _version_before(
         if candidate is tensor:
             return version
     return op_values.version(tensor)
+
+
+
+_Seen = tuple[TensorState, op_values.StateKey]  # a state and what it draws
+
+
+def _state(
+    tensor: torch.Tensor,
+    op: int,
+    after: bool,
+    last: TensorState | None = None,
+    last_key: op_values.StateKey | None = None,
+    key: op_values.StateKey | None = None,
+    dirty: bool = False,
+) -> _Seen:
+    """The tensor's state now; values summarized again only when they may have changed
+    (a new version, ``.data`` set) and ``.grad`` only when it is another tensor or version."""
+    key = key or op_values.state_key(tensor)
+    requires_grad, leaf, version, grad_fn, grad_key = key
+    if last is not None and last.version == version and not dirty:
+        data = last.data
+    else:
+        data = op_values.cheap_summary(tensor)
+    if last is not None and last_key is not None and last_key[4] == grad_key:
+        has_grad, grad = last.has_grad, last.grad
+    else:
+        value = op_values.grad_of(tensor, leaf) if grad_key is not None else None
+        has_grad = value is not None
+        grad = None if value is None else op_values.cheap_summary(value)
+    state = TensorState(
+        op=op,
+        after=after,
+        version=version,
+        requires_grad=requires_grad,
+        is_leaf=leaf,
+        grad_fn=grad_fn,
+        data=data,
+        has_grad=has_grad,
+        grad=grad,
+    )
+    return state, key
