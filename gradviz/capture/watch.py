@@ -794,7 +794,6 @@ def _version_before(
     return op_values.version(tensor)
 
 
-
 _Seen = tuple[TensorState, op_values.StateKey]  # a state and what it draws
 
 

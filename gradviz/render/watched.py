@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from gradviz.model.forward import FOp, Forward, TensorState
+from gradviz.model.forward import FOp, Forward
 from gradviz.model.graph import Edge, Graph, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role, Summary

@@ -268,9 +268,9 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
 
     DOT node names say what an element is: ``op7`` (forward op 7), ``s7_1`` (its scalar),
     ``f3`` / ``f3_s1`` (a forward tensor box, a later state of it: ``box_steps``), ``m2`` /
-    ``bm2`` (a collapsed module), ``n4`` (a backward node: when the op that created it ran), ``t1`` (a
-    tensor record: with its node) and ``c_n4_0`` (a None slot: with its node). Edges appear
-    with their later end. Anything else (made before the watch, the legend) always shows.
+    ``bm2`` (a collapsed module), ``n4`` (a backward node: when the op that created it ran),
+    ``t1`` (a tensor record: with its node) and ``c_n4_0`` (a None slot: with its node). Edges
+    appear with their later end. Anything else (made before the watch, the legend) always shows.
     """
     forward = recording.graph.forward
     if forward is None or not forward.replayed:
