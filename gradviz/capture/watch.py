@@ -149,8 +149,8 @@ class _Mode(TorchFunctionMode):
             out = func(*args, **kwargs)
             if attribute == "requires_grad":
                 self.owner._guard(self.owner._requires_grad_set, args[0], bool(args[1]), first)
-            elif attribute == "data":  # new values, the same version: summarized again
-                self.owner._guard(self.owner._data_changed, args[0])
+            elif attribute in ("data", "grad"):  # .data: new values, the same version
+                self.owner._guard(self.owner._attribute_set, args[0], attribute == "data")
             return out
         inputs = op_values.flat_tensors(args) + op_values.flat_tensors(list(kwargs.values()))
         before = [op_values.version(t) for t in inputs]
@@ -162,6 +162,8 @@ class _Mode(TorchFunctionMode):
             self.owner._op, func, args, kwargs, out, inputs, before, seq_start, seq_end, None,
             first,
         )  # fmt: skip
+        if name == "backward":  # it wrote .grad of tensors no op of it names
+            self.owner._guard(self.owner._observe_all)
         return out
 
 
@@ -374,10 +376,21 @@ class Watch:
             return [None] * len(inputs)
         return first
 
-    def _data_changed(self, tensor: torch.Tensor) -> None:
+    def _attribute_set(self, tensor: torch.Tensor, values: bool) -> None:
+        """``x.grad = ...`` or ``x.data = ...``: noted now, shown from the next op on."""
         found = self._registry.find(tensor)
         if found is not None:
-            self._dirty.add(found)
+            if values:
+                self._dirty.add(found)
+            self._observe(found, tensor, len(self.forward.ops), False)
+
+    def _observe_all(self) -> None:
+        """Every tensor still alive, as it is now (after a backward pass wrote ``.grad``)."""
+        index = len(self.forward.ops)
+        for tensor_id in list(self._registry.live):
+            tensor = self._registry.get(tensor_id)
+            if tensor is not None:
+                self._observe(tensor_id, tensor, index, False)
 
     # -- what the mode and hooks report ------------------------------------------------------
     def _find_any(self, value: object) -> str | None:
@@ -583,11 +596,7 @@ class Watch:
             if self.forward.modules[index].seq_end < 0:
                 self.forward.modules[index].seq_end = _get_sequence_nr()
         self._stack = []
-        end = len(self.forward.ops)  # a change seen only now: after every op
-        for tensor_id in list(self._registry.live):
-            tensor = self._registry.get(tensor_id)
-            if tensor is not None:
-                self._observe(tensor_id, tensor, end, False)
+        self._observe_all()  # a change seen only now: after every op, in no frame
         candidates: dict[str, tuple[int, str]] = {}  # tensor id -> (priority, name)
 
         def offer(tensor: object, name: str, priority: int, extend: bool = True) -> None:

@@ -421,6 +421,16 @@ class Forward:
         """The in-place ops that changed the tensor's version (views share the counter)."""
         return [op for op in self.ops if any(b.tensor == tensor_id for b in op.bumps)]
 
+    def states_seen(self, tensor_id: str) -> range:
+        """The tensor's states seen at a replayed op (the others are from an earlier pass,
+        or were seen only when the block ended): each one a forward frame can show."""
+        states = self._by_id[tensor_id].states
+        first = next((i for i, s in enumerate(states) if s.op >= self.first_replayed), None)
+        if first is None:
+            return range(0)
+        last = next((i for i, s in enumerate(states) if s.op >= len(self.ops)), len(states))
+        return range(first, last)
+
     def states_in(self, op: FOp) -> tuple[list[int], list[int]]:
         """The state index of each tensor input of ``op`` as it read them, and of each
         tensor it made or changed (``outputs``, then bumped inputs not among them)."""

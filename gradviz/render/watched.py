@@ -275,6 +275,10 @@ class _Writer(_LinkWriter):
             tensors += _made(op)
             for tensor_id, state in zip(tensors, read + made_states, strict=True):
                 last_drawn[tensor_id] = max(state, last_drawn.get(tensor_id, state))
+        for tensor_id in last_drawn:  # a state no op read (.grad written): shown too
+            seen = data.states_seen(tensor_id)
+            if seen and seen[-1] > last_drawn[tensor_id]:
+                last_drawn[tensor_id] = seen[-1]
 
         def box(tensor_id: str, state: int, cluster: int | None) -> _Box:
             key = (tensor_id, state)
@@ -356,6 +360,13 @@ class _Writer(_LinkWriter):
                 else:
                     label = str(nr) if len(outputs) > 1 and op.kind != "inplace" else None
                     edge(name, made.name, label=label, class_="gv_fedge")
+        first_box: dict[str, int] = {}
+        for tensor_id, state in boxes:
+            first_box[tensor_id] = min(state, first_box.get(tensor_id, state))
+        for tensor_id, first in first_box.items():  # later states no op read or made
+            for state in data.states_seen(tensor_id):
+                if state > first and (tensor_id, state) not in boxes:
+                    box(tensor_id, state, None)
         hidden: set[str] = set()
         for made in boxes.values():
             src = producer.get(made.name)

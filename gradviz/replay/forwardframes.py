@@ -128,20 +128,30 @@ def box_steps(forward: Forward, op_time: dict[int, int]) -> dict[str, int | None
     the tensor so (a change no op made: ``.grad`` written, ``.data`` set). None: there from
     the start (a tensor made before the watch, or a state from before the replayed pass)."""
     steps: dict[str, int | None] = {}
+    drawn: dict[str, int] = {}  # tensor id -> its first state drawn
+
+    def add(tensor_id: str, index: int) -> None:
+        name = box_name(tensor_id, index)
+        if name in steps:
+            return
+        states = forward.tensor(tensor_id).states
+        moment = states[index] if index < len(states) else None
+        if moment is None or (index == 0 and not moment.after):
+            steps[name] = None  # found so by the first op that read it
+        else:
+            steps[name] = op_time.get(moment.op)
+        drawn[tensor_id] = min(index, drawn.get(tensor_id, index))
+
     for op in forward.replayed:
         read, made = forward.states_in(op)
         tensors = [a.tensor for a in op.inputs if a.tensor is not None]
         tensors += _op_outputs(op)
         for tensor_id, index in zip(tensors, read + made, strict=True):
-            name = box_name(tensor_id, index)
-            if name in steps:
-                continue
-            states = forward.tensor(tensor_id).states
-            moment = states[index] if index < len(states) else None
-            if moment is None or (index == 0 and not moment.after):
-                steps[name] = None  # found so by the first op that read it
-            else:
-                steps[name] = op_time.get(moment.op)
+            add(tensor_id, index)
+    for tensor_id, first in list(drawn.items()):  # states no op read: ``.grad`` written
+        for index in forward.states_seen(tensor_id):
+            if index > first:
+                add(tensor_id, index)
     return steps
 
 
