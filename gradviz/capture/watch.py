@@ -26,14 +26,14 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from gradviz.analysis.inplace import explain_in_message
 from gradviz.capture import op_values
 from gradviz.capture._interrupts import deferred_interrupts
-from gradviz.capture._own_ops import running as own_ops_running
+from gradviz.capture.moments import Moments, Seen, state_now
 from gradviz.capture.names import Bindings, loop_variables, prime
 from gradviz.capture.trace import Params, trace
+from gradviz.capture.watch_mode import WatchMode
 from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
 from gradviz.model.forward import (
     Arg,
@@ -42,7 +42,6 @@ from gradviz.model.forward import (
     FTensor,
     ModuleScope,
     SourceLine,
-    TensorState,
     VersionBump,
 )
 from gradviz.model.graph import Graph
@@ -59,7 +58,10 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # gradviz's own machinery; lessons.py and demo code count as user code
 _OWN_FILES = frozenset(
-    [_HERE + name for name in ("watch.py", "names.py", "link.py", "record.py")]
+    [
+        _HERE + name
+        for name in ("watch.py", "watch_mode.py", "moments.py", "names.py", "link.py", "record.py")
+    ]
     + [os.path.dirname(_HERE.rstrip(os.sep)) + os.sep + "objects.py"]  # the public wrappers
 )
 _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
@@ -67,9 +69,6 @@ _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
 # (torchlens does, for the rest of the process): their frames are passed over like torch's,
 # or every op's line and variable names would be the wrapper's.
 TORCH_WRAPPERS: set[str] = {"torchlens"}
-_NN_INIT = os.path.join(os.path.dirname(torch.nn.__file__), "init.py")
-# the methods that build a module and fill its parameters (in place, before any lesson)
-_BUILDERS = frozenset(("__init__", "reset_parameters", "_reset_parameters", "_init_weights"))
 
 # every watch() block running now, in any thread; a block sees only its own thread
 _ACTIVE: list[Watch] = []
@@ -89,82 +88,6 @@ def watch(model: torch.nn.Module | None = None, names: Mapping[str, Any] | None 
     and wins over every name gradviz finds itself.
     """
     return Watch(model=model, names=names)
-
-
-def _building_a_module() -> bool:
-    """True inside ``nn.Module`` construction or ``torch.nn.init``: weight initialisation
-    is not part of the forward pass, and its in-place fills would mark every fresh
-    parameter as changed in place."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_filename == _NN_INIT:
-            return True
-        if code.co_name in _BUILDERS and code.co_argcount:
-            owner = frame.f_locals.get(code.co_varnames[0])
-            if isinstance(owner, torch.nn.Module):
-                return True
-        frame = frame.f_back
-    return False
-
-
-class _Mode(TorchFunctionMode):
-    def __init__(self, owner: Watch) -> None:
-        super().__init__()
-        self.owner = owner
-
-    def __torch_function__(
-        self,
-        func: Any,
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        kwargs = kwargs or {}
-        if own_ops_running():  # gradviz's own work (record() inside the block)
-            return func(*args, **kwargs)
-        name = getattr(func, "__name__", "")
-        if _building_a_module():
-            return func(*args, **kwargs)
-        if name == "__get__":
-            attribute = getattr(getattr(func, "__self__", None), "__name__", "")
-            if attribute != "data" or not args or not isinstance(args[0], torch.Tensor):
-                return func(*args, **kwargs)
-            # ``.data`` cuts the graph as detach() does: recorded, so why_no_grad finds it
-            seq_start = _get_sequence_nr()
-            before = [op_values.version(args[0])]
-            out = func(*args, **kwargs)
-            self.owner._guard(
-                self.owner._op, func, args[:1], {}, out, [args[0]], before, seq_start,
-                _get_sequence_nr(), "data",
-            )  # fmt: skip
-            return out
-        if name == "__set__":
-            attribute = getattr(getattr(func, "__self__", None), "__name__", "")
-            if not args or not isinstance(args[0], torch.Tensor):
-                return func(*args, **kwargs)
-            first: list[_Seen | None] = [None]
-            if attribute == "requires_grad":
-                first = self.owner._before([args[0]])
-            out = func(*args, **kwargs)
-            if attribute == "requires_grad":
-                self.owner._guard(self.owner._requires_grad_set, args[0], bool(args[1]), first)
-            elif attribute in ("data", "grad"):  # .data: new values, the same version
-                self.owner._guard(self.owner._attribute_set, args[0], attribute == "data")
-            return out
-        inputs = op_values.flat_tensors(args) + op_values.flat_tensors(list(kwargs.values()))
-        before = [op_values.version(t) for t in inputs]
-        first = self.owner._before(inputs)
-        seq_start = _get_sequence_nr()
-        out = func(*args, **kwargs)
-        seq_end = _get_sequence_nr()
-        self.owner._guard(
-            self.owner._op, func, args, kwargs, out, inputs, before, seq_start, seq_end, None,
-            first,
-        )  # fmt: skip
-        if name == "backward":  # it wrote .grad of tensors no op of it names
-            self.owner._guard(self.owner._observe_all)
-        return out
 
 
 class _Registry:
@@ -201,7 +124,7 @@ class Watch:
         self.forward = Forward()
         self.errors: list[str] = []  # internal failures; they never reach the user's code
         self._registry = _Registry()
-        self._mode: _Mode | None = None
+        self._mode: WatchMode | None = None
         self._handles: list[Any] = []
         self._stack: list[tuple[int, torch.nn.Module]] = []
         self._module_paths: dict[int, str] = {}
@@ -214,12 +137,7 @@ class Watch:
         # tensors that are freed before the trace (the locals of a function that returned)
         self._grad_edges: dict[str, tuple[int, int, str]] = {}
         self._roots_by_name: dict[str, torch.Tensor] = {}
-        # per tensor id: what its last state drew (op_values.state_key), so a state is noted
-        # only when it changes; the ids whose values changed without a version bump (.data);
-        # and each ``x.data`` alias's source, whose values an in-place op on it changes
-        self._seen: dict[str, op_values.StateKey] = {}
-        self._dirty: set[str] = set()
-        self._data_of: dict[str, str] = {}
+        self._moments = Moments(self.forward)  # each tensor's state per moment
         self._closed = False
         self._thread: int | None = None  # the thread that entered the block
         if model is not None:
@@ -239,7 +157,7 @@ class Watch:
             raise GradvizError("this watch() was used already; start a new gradviz.watch()")
         self._thread = thread
         module_hooks = torch.nn.modules.module
-        mode = _Mode(self)
+        mode = WatchMode(self)
         entered = False
         try:
             # Ctrl-C is held until the hooks are stored and the mode is on: an interrupt
@@ -301,7 +219,7 @@ class Watch:
         self,
         tensor: torch.Tensor,
         created_by: int | None,
-        first: _Seen | None = None,
+        first: Seen | None = None,
         after: bool = True,
     ) -> str:
         """The tensor's id, registering it on first sight with its first state: ``first``
@@ -312,7 +230,7 @@ class Watch:
         tensor_id = f"f{len(self.forward.tensors)}"
         base = getattr(tensor, "_base", None)
         base_id = self._registry.find(base) if isinstance(base, torch.Tensor) else None
-        state, key = first or _state(tensor, len(self.forward.ops), after)
+        state, key = first or state_now(tensor, len(self.forward.ops), after)
         self.forward.tensors.append(
             FTensor(
                 id=tensor_id,
@@ -333,64 +251,26 @@ class Watch:
         )
         self.forward._by_id[tensor_id] = self.forward.tensors[-1]
         self._registry.add(tensor, tensor_id)
-        self._seen[tensor_id] = key
+        self._moments.seen[tensor_id] = key
         return tensor_id
 
-    def _observe(self, tensor_id: str, tensor: torch.Tensor, op: int, after: bool) -> None:
-        """Note the tensor's state at this moment when it differs from its last one: the
-        only per-op cost is reading a few attributes (``op_values.state_key``)."""
-        key = op_values.state_key(tensor)
-        dirty = tensor_id in self._dirty
-        last_key = self._seen.get(tensor_id)
-        if key == last_key and not dirty:
-            return
-        item = self.forward._by_id[tensor_id]
-        last = item.states[-1] if item.states else None
-        state, _ = _state(tensor, op, after, last, last_key, key, dirty)
-        item.states.append(state)
-        self._seen[tensor_id] = key
-        self._dirty.discard(tensor_id)
-        item.role = state.role
-        item.requires_grad = state.requires_grad
-        item.is_leaf = state.is_leaf
-        item.version = state.version
-        item.grad_fn = state.grad_fn
-
-    def _before(self, inputs: list[torch.Tensor]) -> list[_Seen | None]:
-        """Before an op runs: each input it reads as it is now. A known tensor's change
-        (made by no op: ``.grad`` written by a backward pass, say) is noted at this moment;
-        an unknown one's state is kept, for the op to register it with (after an in-place
-        op it would read as changed already)."""
-        first: list[_Seen | None] = []
+    def _before(self, inputs: list[torch.Tensor]) -> list[Seen | None]:
         try:
-            index = len(self.forward.ops)
-            for tensor in inputs:
-                found = self._registry.find(tensor)
-                if found is None:
-                    first.append(_state(tensor, index, False))
-                else:
-                    self._observe(found, tensor, index, False)
-                    first.append(None)
+            return self._moments.before(self._registry.find, inputs)
         except Exception as error:  # pragma: no cover - defensive, as _guard
             self.errors.append(f"_before: {type(error).__name__}: {error}")
             return [None] * len(inputs)
-        return first
 
     def _attribute_set(self, tensor: torch.Tensor, values: bool) -> None:
         """``x.grad = ...`` or ``x.data = ...``: noted now, shown from the next op on."""
         found = self._registry.find(tensor)
         if found is not None:
             if values:
-                self._dirty.add(found)
-            self._observe(found, tensor, len(self.forward.ops), False)
+                self._moments.dirty.add(found)
+            self._moments.observe(found, tensor, len(self.forward.ops), False)
 
     def _observe_all(self) -> None:
-        """Every tensor still alive, as it is now (after a backward pass wrote ``.grad``)."""
-        index = len(self.forward.ops)
-        for tensor_id in list(self._registry.live):
-            tensor = self._registry.get(tensor_id)
-            if tensor is not None:
-                self._observe(tensor_id, tensor, index, False)
+        self._moments.all((i, self._registry.get(i)) for i in list(self._registry.live))
 
     # -- what the mode and hooks report ------------------------------------------------------
     def _find_any(self, value: object) -> str | None:
@@ -434,7 +314,7 @@ class Watch:
         seq_start: int,
         seq_end: int,
         name: str | None = None,
-        first: list[_Seen | None] | None = None,
+        first: list[Seen | None] | None = None,
     ) -> None:
         outputs = op_values.flat_tensors(out)
         name = name or op_values.op_name(func)
@@ -479,13 +359,8 @@ class Watch:
                 edge = (int(node._sequence_nr()), int(tensor.output_nr))
                 self._grad_edges[tensor_id] = (*edge, str(tensor.device))
         for tensor, tensor_id in zip(inputs + outputs, input_ids + output_ids, strict=True):
-            self._observe(tensor_id, tensor, index, True)
-        if name == "data" and output_ids and input_ids:
-            self._data_of[output_ids[0]] = input_ids[0]
-        for bump in bumps:  # x.data changed in place: x's values, not its version
-            source = self._data_of.get(bump.tensor)
-            if source is not None:
-                self._dirty.add(source)
+            self._moments.observe(tensor_id, tensor, index, True)
+        self._moments.after_op(name, input_ids, output_ids, [b.tensor for b in bumps])
         kind = "op"
         if bumps:
             kind = "inplace"
@@ -520,11 +395,11 @@ class Watch:
         )
 
     def _requires_grad_set(
-        self, tensor: torch.Tensor, value: bool, first: list[_Seen | None]
+        self, tensor: torch.Tensor, value: bool, first: list[Seen | None]
     ) -> None:
         index = len(self.forward.ops)
         tensor_id = self._tensor_id(tensor, None, first[0], after=False)
-        self._observe(tensor_id, tensor, index, True)
+        self._moments.observe(tensor_id, tensor, index, True)
         seq = _get_sequence_nr()
         line, frame = self._source()
         self._append(
@@ -801,43 +676,3 @@ def _version_before(
         if candidate is tensor:
             return version
     return op_values.version(tensor)
-
-
-_Seen = tuple[TensorState, op_values.StateKey]  # a state and what it draws
-
-
-def _state(
-    tensor: torch.Tensor,
-    op: int,
-    after: bool,
-    last: TensorState | None = None,
-    last_key: op_values.StateKey | None = None,
-    key: op_values.StateKey | None = None,
-    dirty: bool = False,
-) -> _Seen:
-    """The tensor's state now; values summarized again only when they may have changed
-    (a new version, ``.data`` set) and ``.grad`` only when it is another tensor or version."""
-    key = key or op_values.state_key(tensor)
-    requires_grad, leaf, version, grad_fn, grad_key = key
-    if last is not None and last.version == version and not dirty:
-        data = last.data
-    else:
-        data = op_values.cheap_summary(tensor)
-    if last is not None and last_key is not None and last_key[4] == grad_key:
-        has_grad, grad = last.has_grad, last.grad
-    else:
-        value = op_values.grad_of(tensor, leaf) if grad_key is not None else None
-        has_grad = value is not None
-        grad = None if value is None else op_values.cheap_summary(value)
-    state = TensorState(
-        op=op,
-        after=after,
-        version=version,
-        requires_grad=requires_grad,
-        is_leaf=leaf,
-        grad_fn=grad_fn,
-        data=data,
-        has_grad=has_grad,
-        grad=grad,
-    )
-    return state, key
