@@ -5,17 +5,17 @@ What is observable, and when a change is placed:
 
 - an op's outputs, and its inputs as it left them (an in-place op, ``requires_grad_()``,
   ``x.requires_grad = ...``, which ``watch()`` sees as an op too): at that op;
-- each input as the op found it, read before the op runs: a change no op made (``.grad``
-  written by a backward pass, values changed through ``x.data``) is placed at the first
-  op that reads the tensor after it;
 - ``x.grad = ...``, ``x.data = ...`` and ``backward()`` are seen as they happen (the torch
   function mode sees them): the tensors they change are noted then, and show from the next
-  op on; a change first seen when the block ends belongs to no frame.
+  op on; a change first seen when the block ends belongs to no frame;
+- a change no Python-level call made (a new version from an in-place op on ``x.data``, or
+  by C++ code) is noted at the first op that reads the tensor after it, before it runs.
 
 Values are summarized again only when they may have changed: a new version (in-place ops
 through any view share it), ``.data`` set, or ``x.data`` changed in place. A change made
-where no Python-level torch call runs (a C++ extension writing memory without a version
-bump) stays unseen. Cost per op: a few attribute reads per tensor (``state_key``).
+where no Python-level torch call runs and no version changes (a C++ extension writing
+memory directly) stays unseen. Cost per op: a version compare per input; a few attribute
+reads (``state_key``) only for what the op may have changed, and its new outputs.
 """
 
 from __future__ import annotations
@@ -62,19 +62,26 @@ class Moments:
         item.grad_fn = state.grad_fn
 
     def before(
-        self, find: Callable[[torch.Tensor], str | None], inputs: list[torch.Tensor]
+        self,
+        find: Callable[[torch.Tensor], str | None],
+        inputs: list[torch.Tensor],
+        versions: list[int | None],
     ) -> list[Seen | None]:
-        """Before an op runs: a known input's change is noted now; an unknown input's state
-        is kept for the op to register it with (after an in-place op it reads changed)."""
+        """Before an op runs: a known input changed since last seen (a new version, or
+        values changed through ``.data``) is noted now; an unknown input's state is kept
+        for the op to register it with (after an in-place op it would read changed).
+        Every other change is one ``watch()`` sees as it happens."""
         first: list[Seen | None] = []
         index = len(self.forward.ops)
-        for tensor in inputs:
+        for tensor, version in zip(inputs, versions, strict=True):
             found = find(tensor)
             if found is None:
                 first.append(state_now(tensor, index, False))
-            else:
+                continue
+            last = self.seen.get(found)
+            if last is None or last[2] != version or found in self.dirty:
                 self.observe(found, tensor, index, False)
-                first.append(None)
+            first.append(None)
         return first
 
     def all(self, live: Iterable[tuple[str, torch.Tensor | None]]) -> None:

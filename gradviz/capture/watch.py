@@ -254,9 +254,9 @@ class Watch:
         self._moments.seen[tensor_id] = key
         return tensor_id
 
-    def _before(self, inputs: list[torch.Tensor]) -> list[Seen | None]:
+    def _before(self, inputs: list[torch.Tensor], versions: list[int | None]) -> list[Seen | None]:
         try:
-            return self._moments.before(self._registry.find, inputs)
+            return self._moments.before(self._registry.find, inputs, versions)
         except Exception as error:  # pragma: no cover - defensive, as _guard
             self.errors.append(f"_before: {type(error).__name__}: {error}")
             return [None] * len(inputs)
@@ -352,14 +352,22 @@ class Watch:
             else:
                 scalar, text = op_values.scalar_text(value)
                 args_out.append(Arg(position, value=scalar, text=text))
+        known = [self._registry.find(t) is not None for t in outputs]  # in-place: self
         output_ids = [self._tensor_id(t, index) for t in outputs]
         nodes = [op_values.grad_fn(t) for t in outputs]  # under no_grad a view's may raise
         for tensor, tensor_id, node in zip(outputs, output_ids, nodes, strict=True):
             if node is not None:
                 edge = (int(node._sequence_nr()), int(tensor.output_nr))
                 self._grad_edges[tensor_id] = (*edge, str(tensor.device))
-        for tensor, tensor_id in zip(inputs + outputs, input_ids + output_ids, strict=True):
-            self._moments.observe(tensor_id, tensor, index, True)
+        # as the op left them: what it may have changed (new outputs were noted as made)
+        changed = bool(bumps) or name.endswith("_")  # requires_grad_(), detach_(), set_()
+        seen: list[tuple[torch.Tensor | None, str]]
+        seen = [(t, i) for t, i in zip(inputs, input_ids, strict=True) if changed]
+        seen += [(t, i) for t, i, k in zip(outputs, output_ids, known, strict=True) if k]
+        seen += [(self._registry.get(b.tensor), b.tensor) for b in bumps]  # a view's base
+        for tensor, tensor_id in seen:
+            if tensor is not None:
+                self._moments.observe(tensor_id, tensor, index, True)
         self._moments.after_op(name, input_ids, output_ids, [b.tensor for b in bumps])
         kind = "op"
         if bumps:

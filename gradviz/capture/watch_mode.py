@@ -86,7 +86,7 @@ class WatchMode(TorchFunctionMode):
                 return func(*args, **kwargs)
             first: list[Seen | None] = [None]
             if attribute == "requires_grad":
-                first = self.owner._before([args[0]])
+                first = self.owner._before([args[0]], [op_values.version(args[0])])
             out = func(*args, **kwargs)
             if attribute == "requires_grad":
                 self.owner._guard(self.owner._requires_grad_set, args[0], bool(args[1]), first)
@@ -95,7 +95,7 @@ class WatchMode(TorchFunctionMode):
             return out
         inputs = op_values.flat_tensors(args) + op_values.flat_tensors(list(kwargs.values()))
         before = [op_values.version(t) for t in inputs]
-        first = self.owner._before(inputs)
+        first = self.owner._before(inputs, before)
         seq_start = _get_sequence_nr()
         out = func(*args, **kwargs)
         seq_end = _get_sequence_nr()
