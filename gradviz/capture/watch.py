@@ -365,9 +365,9 @@ class Watch:
         seen = [(t, i) for t, i in zip(inputs, input_ids, strict=True) if changed]
         seen += [(t, i) for t, i, k in zip(outputs, output_ids, known, strict=True) if k]
         seen += [(self._registry.get(b.tensor), b.tensor) for b in bumps]  # a view's base
-        for tensor, tensor_id in seen:
-            if tensor is not None:
-                self._moments.observe(tensor_id, tensor, index, True)
+        for live, tensor_id in seen:
+            if live is not None:
+                self._moments.observe(tensor_id, live, index, True)
         self._moments.after_op(name, input_ids, output_ids, [b.tensor for b in bumps])
         kind = "op"
         if bumps:
