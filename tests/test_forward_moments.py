@@ -12,6 +12,7 @@ view draws every field; the stepper page ships the same drawing and timing.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import xml.etree.ElementTree as ET
@@ -234,3 +235,29 @@ def test_the_stepper_page_draws_the_same_moments(run: Run) -> None:
     for where, shown, real in page:
         assert shown.get("requires_grad") == str(real.requires_grad), where
         assert shown["fill"] == DEFAULT.role(real.role).fill, where
+
+
+def test_states_survive_a_json_round_trip(run: Run) -> None:
+    graph = run.recording.graph
+    loaded = type(graph).from_json(graph.to_json())
+    assert loaded.forward is not None and graph.forward is not None
+    assert loaded.forward.to_dict() == graph.forward.to_dict()
+    c = loaded.forward.tensor("c")
+    assert [s.requires_grad for s in c.states][:2] == [False, True]
+    assert loaded.to_dot(view="combined") == graph.to_dot(view="combined")
+
+
+def test_forward_data_saved_without_states_draws_one_box_per_version(run: Run) -> None:
+    """JSON written before states were kept: each version an op read or made is a state,
+    drawn with the fields the tensor had when last seen (all that data knows)."""
+    graph = run.recording.graph
+    data = json.loads(graph.to_json())
+    for item in data["forward"]["tensors"]:
+        del item["states"]
+    old = type(graph).from_json(json.dumps(data))
+    assert old.forward is not None
+    c = old.forward.tensor("c")
+    assert [s.version for s in c.states] == [0, 1]  # c.add_(1) made version 1
+    assert all(s.requires_grad for s in c.states)  # as last seen: the flip is unknown
+    dot = old.to_dot(view="forward")
+    assert f" {c.id} [" in dot and f" {c.id}_s1 [" in dot
