@@ -91,15 +91,16 @@ class Moments:
             if tensor is not None:
                 self.observe(tensor_id, tensor, index, False)
 
-    def after_op(self, name: str, inputs: list[str], outputs: list[str], bumped: list[str]) -> None:
+    def after_op(
+        self, name: str, inputs: list[str], outputs: list[str], bumped: list[str]
+    ) -> list[str]:
         """``x.data`` makes an alias whose in-place changes change x's values, not its
-        version: x is summarized again when next seen."""
+        version: returns the x whose values this op changed so, to be noted now."""
         if name == "data" and inputs and outputs:
             self.data_of[outputs[0]] = inputs[0]
-        for tensor_id in bumped:
-            source = self.data_of.get(tensor_id)
-            if source is not None:
-                self.dirty.add(source)
+        changed = [self.data_of[t] for t in bumped if t in self.data_of]
+        self.dirty.update(changed)
+        return changed
 
 
 def state_now(

@@ -368,7 +368,11 @@ class Watch:
         for live, tensor_id in seen:
             if live is not None:
                 self._moments.observe(tensor_id, live, index, True)
-        self._moments.after_op(name, input_ids, output_ids, [b.tensor for b in bumps])
+        bumped = [b.tensor for b in bumps]
+        for source in self._moments.after_op(name, input_ids, output_ids, bumped):
+            live = self._registry.get(source)
+            if live is not None:
+                self._moments.observe(source, live, index, True)
         kind = "op"
         if bumps:
             kind = "inplace"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from gradviz.model.forward import FOp, Forward
+from gradviz.model.forward import FOp, Forward, TensorState
 from gradviz.model.graph import Edge, Graph, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role, Summary
@@ -143,6 +143,7 @@ class _Writer(_LinkWriter):
         # the tensor was when the code first used it (a parameter after its initialisation)
         self.bumped = {(b.tensor, b.after) for op in data.ops for b in op.bumps}
         self.offgraph: dict[tuple[str, int], tuple[str, int]] = {}
+        self.last_state: dict[str, TensorState] = {}  # each tensor as its last box shows it
         # the modules drawn as one box each: by depth, or a set (``collapse=``)
         self.collapse: int | frozenset[int] | None = options.collapse_depth
         if options.collapse is not None:
@@ -279,6 +280,9 @@ class _Writer(_LinkWriter):
             seen = data.states_seen(tensor_id)
             if seen and seen[-1] > last_drawn[tensor_id]:
                 last_drawn[tensor_id] = seen[-1]
+        self.last_state = {
+            t: data.tensor(t).states[i] for t, i in last_drawn.items() if data.tensor(t).states
+        }
 
         def box(tensor_id: str, state: int, cluster: int | None) -> _Box:
             key = (tensor_id, state)
@@ -463,14 +467,21 @@ class _Writer(_LinkWriter):
         self.cluster_lines[cluster].append(self._mark(line + ";", name))
 
     def _box_line(self, made: _Box) -> str:
-        """A tensor box as the tensor was at its moment (``made.state``): its role's colour;
-        in the combined view the whole table (data, grad, grad_fn, is_leaf,
-        requires_grad), the graph's own record for its last state drawn."""
+        """A tensor box as the tensor was at its moment (``made.state``): its role's colour
+        and value. In the combined view a tensor the graph has a record of (a root, a leaf, a
+        named tensor) shows the whole table (data, grad, grad_fn, is_leaf, requires_grad) in
+        its last state drawn (with the record's id), and in each earlier state that stood
+        otherwise on the graph (``_standing``); an earlier version an in-place op replaced
+        stays a compact box, as it was, so pages of in-place models keep their weight."""
         tensor = made.tensor
         moment = made.state
         role = tensor.role if moment is None else moment.role
         style = self._style(self.theme.role(role))
-        if made.record is not None or (self.show_backward and moment is not None):
+        last = self.last_state.get(tensor.id)
+        as_record = self.show_backward and tensor.id in self.records_by_ftensor
+        if made.record is not None or (
+            as_record and moment is not None and last is not None and _standing(moment, last)
+        ):
             shown = _as_record(made, self.data)
             label = "<" + tensor_table(shown, self.options.shapes) + ">"
             element = made.name if made.record is None else made.record.id
@@ -626,6 +637,18 @@ def box_name(tensor_id: str, state: int) -> str:
 def _made(op: FOp) -> list[str]:
     """The tensors an op made or changed: its outputs, then inputs it changed in place."""
     return list(op.outputs) + [b.tensor for b in op.bumps if b.tensor not in op.outputs]
+
+
+def _standing(moment: TensorState, last: TensorState) -> bool:
+    """True when a tensor stood otherwise on the graph at ``moment`` than in its last state
+    drawn: requires_grad, leaf or not, or its ``.grad`` (not: only its values and the
+    grad_fn an in-place op gave it)."""
+    return (moment.requires_grad, moment.is_leaf, moment.has_grad, moment.grad) != (
+        last.requires_grad,
+        last.is_leaf,
+        last.has_grad,
+        last.grad,
+    )
 
 
 def _as_record(made: _Box, data: Forward) -> TensorRecord:
