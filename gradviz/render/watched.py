@@ -28,6 +28,7 @@ from gradviz.render.dot import (
     tooltip,
 )
 from gradviz.render.dot_tables import tensor_table
+from gradviz.render.forward_boxes import as_record, box_name, made_by, standing_differs
 from gradviz.render.frontier import Collapse, boxed
 from gradviz.render.links import CombinedSides, LinkSpec, _Box, _LinkWriter
 
@@ -273,7 +274,7 @@ class _Writer(_LinkWriter):
         for op in data.replayed:
             read, made_states = reads[op.index]
             tensors = [a.tensor for a in op.inputs if a.tensor is not None]
-            tensors += _made(op)
+            tensors += made_by(op)
             for tensor_id, state in zip(tensors, read + made_states, strict=True):
                 last_drawn[tensor_id] = max(state, last_drawn.get(tensor_id, state))
         for tensor_id in last_drawn:  # a state no op read (.grad written): shown too
@@ -355,7 +356,7 @@ class _Writer(_LinkWriter):
                         scalar = f"s{op.index}_{arg.position}"
                         self.cluster_lines[cluster].append(self._scalar_line(scalar, arg.text))
                         edge(scalar, name)
-            outputs = list(zip(_made(op), made_states, strict=True))
+            outputs = list(zip(made_by(op), made_states, strict=True))
             for nr, (tensor_id, state) in enumerate(outputs):
                 made = box(tensor_id, state, cluster)
                 producer[made.name] = name
@@ -471,18 +472,21 @@ class _Writer(_LinkWriter):
         and value. In the combined view a tensor the graph has a record of (a root, a leaf, a
         named tensor) shows the whole table (data, grad, grad_fn, is_leaf, requires_grad) in
         its last state drawn (with the record's id), and in each earlier state that stood
-        otherwise on the graph (``_standing``); an earlier version an in-place op replaced
+        otherwise on the graph (``standing_differs``); an earlier version an in-place op replaced
         stays a compact box, as it was, so pages of in-place models keep their weight."""
         tensor = made.tensor
         moment = made.state
         role = tensor.role if moment is None else moment.role
         style = self._style(self.theme.role(role))
         last = self.last_state.get(tensor.id)
-        as_record = self.show_backward and tensor.id in self.records_by_ftensor
+        has_record = self.show_backward and tensor.id in self.records_by_ftensor
         if made.record is not None or (
-            as_record and moment is not None and last is not None and _standing(moment, last)
+            has_record
+            and moment is not None
+            and last is not None
+            and standing_differs(moment, last)
         ):
-            shown = _as_record(made, self.data)
+            shown = as_record(made, self.data)
             label = "<" + tensor_table(shown, self.options.shapes) + ">"
             element = made.name if made.record is None else made.record.id
             line = f"  {made.name} " + _attrs(
@@ -628,71 +632,6 @@ class _Writer(_LinkWriter):
             self.lines[before] = self._mark(self.lines[before], record.id)
 
 
-def box_name(tensor_id: str, state: int) -> str:
-    """A forward tensor box's DOT name: ``f3`` for the tensor's first state, ``f3_s2`` for
-    its third (``gradviz.replay.forwardframes.box_steps`` times them by it)."""
-    return tensor_id if state == 0 else f"{tensor_id}_s{state}"
-
-
-def _made(op: FOp) -> list[str]:
-    """The tensors an op made or changed: its outputs, then inputs it changed in place."""
-    return list(op.outputs) + [b.tensor for b in op.bumps if b.tensor not in op.outputs]
-
-
-def _standing(moment: TensorState, last: TensorState) -> bool:
-    """True when a tensor stood otherwise on the graph at ``moment`` than in its last state
-    drawn: requires_grad, leaf or not, or its ``.grad`` (not: only its values and the
-    grad_fn an in-place op gave it)."""
-    return (moment.requires_grad, moment.is_leaf, moment.has_grad, moment.grad) != (
-        last.requires_grad,
-        last.is_leaf,
-        last.has_grad,
-        last.grad,
-    )
-
-
-def _as_record(made: _Box, data: Forward) -> TensorRecord:
-    """The record a box's table draws: the graph's (its id, its richer summary while the
-    values are those it has) or one made from the forward tensor, with the fields of the
-    box's moment."""
-    from dataclasses import replace
-
-    moment = made.state
-    tensor = made.tensor
-    record = made.record
-    if record is None:
-        assert moment is not None
-        return TensorRecord(
-            id=made.name,
-            name=data.label(tensor.id),
-            shape=tensor.shape,
-            dtype=tensor.dtype,
-            device="",
-            requires_grad=moment.requires_grad,
-            is_leaf=moment.is_leaf,
-            version=moment.version or 0,
-            grad_fn=moment.grad_fn,
-            data=moment.data,
-            grad=moment.grad if moment.has_grad else None,
-            role=moment.role,
-            node_id=None,
-            output_nr=None,
-        )
-    named = _named(record, data)
-    if moment is None:
-        return named
-    same_values = moment.version == record.version and record.data is not None
-    return replace(
-        named,
-        requires_grad=moment.requires_grad,
-        is_leaf=moment.is_leaf,
-        grad_fn=moment.grad_fn,
-        data=named.data if same_values else moment.data,
-        grad=moment.grad if moment.has_grad else None,
-        role=moment.role,
-    )
-
-
 def box_value(data: Summary) -> str:
     """A forward box's second line: the shape apart from the values, ``shape 3 · [1, 2, 3]``
     (a bare ``3 [1, 2, 3]`` reads as four numbers); a scalar is just its value."""
@@ -700,15 +639,3 @@ def box_value(data: Summary) -> str:
         return data.text(40)
     shape = f"shape {data.shape_text()}"
     return f"{shape} · {shaped_text(data, 40)}" if data.complete else shape
-
-
-def _named(record: TensorRecord, data: Forward) -> TensorRecord:
-    """The record, named from the forward data when the trace left it unnamed."""
-    if record.name:
-        return record
-    linked = data.tensor_links.get(record.id)
-    if linked is None or not data.tensor(linked).name:
-        return record
-    from dataclasses import replace
-
-    return replace(record, name=data.tensor(linked).name)

@@ -123,7 +123,7 @@ def _place_unlinked(
 
 
 def box_steps(forward: Forward, op_time: dict[int, int]) -> dict[str, int | None]:
-    """DOT name of each forward tensor box (one per state, ``render.watched.box_name``) ->
+    """DOT name of each forward tensor box (one per state, ``render.forward_boxes.box_name``) ->
     the step at which it appears: that of the op that made the state, or that first found
     the tensor so (a change no op made: ``.grad`` written, ``.data`` set). None: there from
     the start (a tensor made before the watch, or a state from before the replayed pass)."""
