@@ -15,6 +15,7 @@ import torch
 
 import gradviz
 from gradviz.model.recording import Recording
+from gradviz.render.watched import box_name
 from gradviz.replay.frames import (
     _layout,
     _schedule,
@@ -90,33 +91,48 @@ def test_each_backward_node_appears_with_the_op_that_made_it(watched: Recording)
 
 
 def test_each_forward_frame_reveals_exactly_its_outputs(watched: Recording) -> None:
-    """Combined view: the op node, its output boxes, the edges into and out of it."""
+    """Combined view: the op node, its output boxes, the edges into and out of it. A tensor
+    has one box per state: ``c.requires_grad = True`` reveals c's box on the graph (its
+    record), beside the box of c off the graph that ``c = a * b`` made."""
     schedule = _schedule_of(watched)
     prefix = watched.graph.prefix
     forward = watched.graph.forward
     assert forward is not None
-    box_id = {link: f"{prefix}_{record}" for record, link in forward.tensor_links.items()}
-    boxes = set(box_id.values())
+    record_of = {link: f"{prefix}_{record}" for record, link in forward.tensor_links.items()}
+
+    def box_id(tensor_id: str, state: int) -> str:
+        last = len(forward.tensor(tensor_id).states) - 1
+        if state == last and tensor_id in record_of:
+            return record_of[tensor_id]
+        return f"{prefix}_{box_name(tensor_id, state)}"
+
+    made = [
+        [box_id(t, s) for t, s in zip(f.outputs, forward.states_in(f.op)[1], strict=True)]
+        for f in forward_frames(watched)
+    ]
+    boxes = {b for frame_boxes in made for b in frame_boxes}
     ops = {f"{prefix}_op{op.index}" for op in watched.forward_ops}
+    c = forward.tensor("c")
+    assert [box_id(c.id, s) for s in range(len(c.states))] == [
+        f"{prefix}_{c.id}",
+        f"{prefix}_{watched.graph.tensor('c').id}",
+    ]
     for frame in forward_frames(watched):
         born = _born_at(schedule, frame.step, "combined")
         op = frame.op
-        if op.kind == "requires_grad":  # no new box: c was there, its node joins
-            assert born & boxes == set()
-        else:
-            assert born & boxes == {box_id[t] for t in frame.outputs}, op.name
+        assert born & boxes == set(made[frame.index - 1]), op.name
         expected_op = set() if op.kind == "factory" else {f"{prefix}_op{op.index}"}
         assert born & ops == expected_op
         assert {f"{prefix}_{n}" for n in frame.nodes} <= born
         for element in born:  # an edge appears with its later end: this op's element
-            match = re.fullmatch(rf"{prefix}_fe_(\w+?)_(op\d+|f\d+)", element)
+            match = re.fullmatch(rf"{prefix}_fe_(\w+?)_(op\d+|f\d+(?:_s\d+)?)", element)
             if match:
                 assert f"op{op.index}" in match.groups(), element
         future = {
             k for k, v in classes_at(schedule, frame.step, "combined").items() if "gv_future" in v
         }
-        later = {box_id[t] for f in forward_frames(watched)[frame.index :] for t in f.outputs}
-        later -= {box_id[t] for f in forward_frames(watched)[: frame.index] for t in f.outputs}
+        later = {b for frame_boxes in made[frame.index :] for b in frame_boxes}
+        later -= {b for frame_boxes in made[: frame.index] for b in frame_boxes}
         assert later <= future
 
 
@@ -177,8 +193,12 @@ def test_step_svgs_and_files_of_forward_frames(watched: Recording, tmp_path: Pat
     assert re.search(rf'id="{k_node}" class="[^"]*\bgv_born\b', last_forward)
     assert 'gv_future"' not in paths[12].read_text()  # from the seed on, everything exists
     combined = watched.svg(step=-10, view="combined")  # c = a * b just ran
-    c_box = f"{prefix}_{watched.graph.tensor('c').id}"
-    assert re.search(rf'id="{c_box}" class="[^"]*\bgv_born\b', combined)
+    c_off = f"{prefix}_{watched.graph.forward.tensor('c').id}"  # type: ignore[union-attr]
+    c_record = f"{prefix}_{watched.graph.tensor('c').id}"  # c on the graph: not yet
+    assert re.search(rf'id="{c_off}" class="[^"]*\bgv_born\b', combined)
+    assert re.search(rf'id="{c_record}" class="[^"]*\bgv_future\b', combined)
+    switched = watched.svg(step=-9, view="combined")  # c.requires_grad = True just ran
+    assert re.search(rf'id="{c_record}" class="[^"]*\bgv_born\b', switched)
     with pytest.raises(IndexError, match="forward frames -12 to -1"):
         watched.svg(step=-13)
 

@@ -14,10 +14,12 @@ __all__ = [
     "cheap_summary",
     "flat_tensors",
     "grad_fn",
+    "grad_of",
     "is_leaf",
     "op_name",
     "role",
     "scalar_text",
+    "state_key",
     "version",
 ]
 
@@ -44,6 +46,34 @@ def is_leaf(tensor: torch.Tensor) -> bool:
         return bool(tensor.is_leaf)
     except RuntimeError:
         return False
+
+
+def grad_of(tensor: torch.Tensor, leaf: bool) -> torch.Tensor | None:
+    """``tensor.grad`` where autograd can fill it (a leaf, or a tensor that retains its
+    grad); None elsewhere without reading it: reading a non-leaf's ``.grad`` warns."""
+    if not leaf and not tensor.retains_grad:
+        return None
+    return tensor.grad
+
+
+StateKey = tuple[bool, bool, int | None, str | None, tuple[int, int | None] | None]
+
+
+def state_key(tensor: torch.Tensor) -> StateKey:
+    """What a forward frame draws of a tensor, cheaply: requires_grad, is_leaf, version,
+    grad_fn's type name and which ``.grad`` (its identity and version). Equal keys: the
+    drawing is the same (values change only with the version, or where ``watch()`` saw a
+    ``.data`` change)."""
+    leaf = is_leaf(tensor)
+    node = grad_fn(tensor)
+    grad = grad_of(tensor, leaf)
+    return (
+        tensor.requires_grad,
+        leaf,
+        version(tensor),
+        None if node is None else type(node).__name__,
+        None if grad is None else (id(grad), version(grad)),
+    )
 
 
 def role(tensor: torch.Tensor) -> Role:

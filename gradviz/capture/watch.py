@@ -26,15 +26,23 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from gradviz.capture import op_values
 from gradviz.capture._interrupts import deferred_interrupts
-from gradviz.capture._own_ops import running as own_ops_running
+from gradviz.capture.moments import Moments, Seen, state_now
 from gradviz.capture.names import Bindings, loop_variables, prime
 from gradviz.capture.trace import Params, trace
+from gradviz.capture.watch_mode import WatchMode
 from gradviz.errors import BackwardFailed, GradvizError, WatchNestingError
-from gradviz.model.forward import Arg, FOp, Forward, FTensor, ModuleScope, SourceLine, VersionBump
+from gradviz.model.forward import (
+    Arg,
+    FOp,
+    Forward,
+    FTensor,
+    ModuleScope,
+    SourceLine,
+    VersionBump,
+)
 from gradviz.model.graph import Graph
 from gradviz.model.recording import Recording
 
@@ -49,7 +57,10 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # gradviz's own machinery; lessons.py and demo code count as user code
 _OWN_FILES = frozenset(
-    [_HERE + name for name in ("watch.py", "names.py", "link.py", "record.py")]
+    [
+        _HERE + name
+        for name in ("watch.py", "watch_mode.py", "moments.py", "names.py", "link.py", "record.py")
+    ]
     + [os.path.dirname(_HERE.rstrip(os.sep)) + os.sep + "objects.py"]  # the public wrappers
 )
 _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
@@ -57,9 +68,6 @@ _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
 # (torchlens does, for the rest of the process): their frames are passed over like torch's,
 # or every op's line and variable names would be the wrapper's.
 TORCH_WRAPPERS: set[str] = {"torchlens"}
-_NN_INIT = os.path.join(os.path.dirname(torch.nn.__file__), "init.py")
-# the methods that build a module and fill its parameters (in place, before any lesson)
-_BUILDERS = frozenset(("__init__", "reset_parameters", "_reset_parameters", "_init_weights"))
 
 # every watch() block running now, in any thread; a block sees only its own thread
 _ACTIVE: list[Watch] = []
@@ -79,71 +87,6 @@ def watch(model: torch.nn.Module | None = None, names: Mapping[str, Any] | None 
     and wins over every name gradviz finds itself.
     """
     return Watch(model=model, names=names)
-
-
-def _building_a_module() -> bool:
-    """True inside ``nn.Module`` construction or ``torch.nn.init``: weight initialisation
-    is not part of the forward pass, and its in-place fills would mark every fresh
-    parameter as changed in place."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_filename == _NN_INIT:
-            return True
-        if code.co_name in _BUILDERS and code.co_argcount:
-            owner = frame.f_locals.get(code.co_varnames[0])
-            if isinstance(owner, torch.nn.Module):
-                return True
-        frame = frame.f_back
-    return False
-
-
-class _Mode(TorchFunctionMode):
-    def __init__(self, owner: Watch) -> None:
-        super().__init__()
-        self.owner = owner
-
-    def __torch_function__(
-        self,
-        func: Any,
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        kwargs = kwargs or {}
-        if own_ops_running():  # gradviz's own work (record() inside the block)
-            return func(*args, **kwargs)
-        name = getattr(func, "__name__", "")
-        if _building_a_module():
-            return func(*args, **kwargs)
-        if name == "__get__":
-            attribute = getattr(getattr(func, "__self__", None), "__name__", "")
-            if attribute != "data" or not args or not isinstance(args[0], torch.Tensor):
-                return func(*args, **kwargs)
-            # ``.data`` cuts the graph as detach() does: recorded, so why_no_grad finds it
-            seq_start = _get_sequence_nr()
-            before = [op_values.version(args[0])]
-            out = func(*args, **kwargs)
-            self.owner._guard(
-                self.owner._op, func, args[:1], {}, out, [args[0]], before, seq_start,
-                _get_sequence_nr(), "data",
-            )  # fmt: skip
-            return out
-        if name == "__set__":
-            out = func(*args, **kwargs)
-            attribute = getattr(getattr(func, "__self__", None), "__name__", "")
-            if attribute == "requires_grad" and args and isinstance(args[0], torch.Tensor):
-                self.owner._guard(self.owner._requires_grad_set, args[0], bool(args[1]))
-            return out
-        inputs = op_values.flat_tensors(args) + op_values.flat_tensors(list(kwargs.values()))
-        before = [op_values.version(t) for t in inputs]
-        seq_start = _get_sequence_nr()
-        out = func(*args, **kwargs)
-        seq_end = _get_sequence_nr()
-        self.owner._guard(
-            self.owner._op, func, args, kwargs, out, inputs, before, seq_start, seq_end
-        )
-        return out
 
 
 class _Registry:
@@ -180,7 +123,7 @@ class Watch:
         self.forward = Forward()
         self.errors: list[str] = []  # internal failures; they never reach the user's code
         self._registry = _Registry()
-        self._mode: _Mode | None = None
+        self._mode: WatchMode | None = None
         self._handles: list[Any] = []
         self._stack: list[tuple[int, torch.nn.Module]] = []
         self._module_paths: dict[int, str] = {}
@@ -193,6 +136,7 @@ class Watch:
         # tensors that are freed before the trace (the locals of a function that returned)
         self._grad_edges: dict[str, tuple[int, int, str]] = {}
         self._roots_by_name: dict[str, torch.Tensor] = {}
+        self._moments = Moments(self.forward)  # each tensor's state per moment
         self._closed = False
         self._thread: int | None = None  # the thread that entered the block
         if model is not None:
@@ -212,7 +156,7 @@ class Watch:
             raise GradvizError("this watch() was used already; start a new gradviz.watch()")
         self._thread = thread
         module_hooks = torch.nn.modules.module
-        mode = _Mode(self)
+        mode = WatchMode(self)
         entered = False
         try:
             # Ctrl-C is held until the hooks are stored and the mode is on: an interrupt
@@ -270,13 +214,22 @@ class Watch:
             self.errors.append(f"{getattr(fn, '__name__', fn)}: {type(error).__name__}: {error}")
 
     # -- tensors ------------------------------------------------------------------------------
-    def _tensor_id(self, tensor: torch.Tensor, created_by: int | None) -> str:
+    def _tensor_id(
+        self,
+        tensor: torch.Tensor,
+        created_by: int | None,
+        first: Seen | None = None,
+        after: bool = True,
+    ) -> str:
+        """The tensor's id, registering it on first sight with its first state: ``first``
+        (taken before the op that reads it ran) or as it is now."""
         found = self._registry.find(tensor)
         if found is not None:
             return found
         tensor_id = f"f{len(self.forward.tensors)}"
         base = getattr(tensor, "_base", None)
         base_id = self._registry.find(base) if isinstance(base, torch.Tensor) else None
+        state, key = first or state_now(tensor, len(self.forward.ops), after)
         self.forward.tensors.append(
             FTensor(
                 id=tensor_id,
@@ -284,27 +237,39 @@ class Watch:
                 name_source=None,
                 shape=tuple(tensor.shape),
                 dtype=str(tensor.dtype).removeprefix("torch."),
-                role=op_values.role(tensor),
-                requires_grad=tensor.requires_grad,
-                is_leaf=op_values.is_leaf(tensor),
-                data=op_values.cheap_summary(tensor),
+                role=state.role,
+                requires_grad=state.requires_grad,
+                is_leaf=state.is_leaf,
+                data=state.data,
                 created_by=created_by,
-                version=op_values.version(tensor),
+                version=state.version,
                 base=base_id,
-                grad_fn=_type_name(op_values.grad_fn(tensor)),
+                grad_fn=state.grad_fn,
+                states=[state],
             )
         )
         self.forward._by_id[tensor_id] = self.forward.tensors[-1]
         self._registry.add(tensor, tensor_id)
+        self._moments.seen[tensor_id] = key
         return tensor_id
 
-    def _refresh(self, tensor_id: str, tensor: torch.Tensor) -> None:
-        item = self.forward._by_id[tensor_id]
-        item.role = op_values.role(tensor)
-        item.requires_grad = tensor.requires_grad
-        item.is_leaf = op_values.is_leaf(tensor)
-        item.version = op_values.version(tensor)
-        item.grad_fn = _type_name(op_values.grad_fn(tensor))
+    def _before(self, inputs: list[torch.Tensor], versions: list[int | None]) -> list[Seen | None]:
+        try:
+            return self._moments.before(self._registry.find, inputs, versions)
+        except Exception as error:  # pragma: no cover - defensive, as _guard
+            self.errors.append(f"_before: {type(error).__name__}: {error}")
+            return [None] * len(inputs)
+
+    def _attribute_set(self, tensor: torch.Tensor, values: bool) -> None:
+        """``x.grad = ...`` or ``x.data = ...``: noted now, shown from the next op on."""
+        found = self._registry.find(tensor)
+        if found is not None:
+            if values:
+                self._moments.dirty.add(found)
+            self._moments.observe(found, tensor, len(self.forward.ops), False)
+
+    def _observe_all(self) -> None:
+        self._moments.all((i, self._registry.get(i)) for i in list(self._registry.live))
 
     # -- what the mode and hooks report ------------------------------------------------------
     def _find_any(self, value: object) -> str | None:
@@ -348,12 +313,17 @@ class Watch:
         seq_start: int,
         seq_end: int,
         name: str | None = None,
+        first: list[Seen | None] | None = None,
     ) -> None:
         outputs = op_values.flat_tensors(out)
         name = name or op_values.op_name(func)
         bumps: list[VersionBump] = []
         index = len(self.forward.ops)
-        input_ids = [self._tensor_id(t, None) for t in inputs]
+        firsts = first or [None] * len(inputs)
+        input_ids = [
+            self._tensor_id(t, None, state, after=False)
+            for t, state in zip(inputs, firsts, strict=True)
+        ]
         for tensor, tensor_id, old in zip(inputs, input_ids, before, strict=True):
             new = op_values.version(tensor)
             if old is not None and new is not None and new != old:
@@ -381,14 +351,27 @@ class Watch:
             else:
                 scalar, text = op_values.scalar_text(value)
                 args_out.append(Arg(position, value=scalar, text=text))
+        known = [self._registry.find(t) is not None for t in outputs]  # in-place: self
         output_ids = [self._tensor_id(t, index) for t in outputs]
         nodes = [op_values.grad_fn(t) for t in outputs]  # under no_grad a view's may raise
         for tensor, tensor_id, node in zip(outputs, output_ids, nodes, strict=True):
             if node is not None:
                 edge = (int(node._sequence_nr()), int(tensor.output_nr))
                 self._grad_edges[tensor_id] = (*edge, str(tensor.device))
-        for tensor, tensor_id in zip(inputs + outputs, input_ids + output_ids, strict=True):
-            self._refresh(tensor_id, tensor)
+        # as the op left them: what it may have changed (new outputs were noted as made)
+        changed = bool(bumps) or name.endswith("_")  # requires_grad_(), detach_(), set_()
+        seen: list[tuple[torch.Tensor | None, str]]
+        seen = [(t, i) for t, i in zip(inputs, input_ids, strict=True) if changed]
+        seen += [(t, i) for t, i, k in zip(outputs, output_ids, known, strict=True) if k]
+        seen += [(self._registry.get(b.tensor), b.tensor) for b in bumps]  # a view's base
+        for live, tensor_id in seen:
+            if live is not None:
+                self._moments.observe(tensor_id, live, index, True)
+        bumped = [b.tensor for b in bumps]
+        for source in self._moments.after_op(name, input_ids, output_ids, bumped):
+            live = self._registry.get(source)
+            if live is not None:
+                self._moments.observe(source, live, index, True)
         kind = "op"
         if bumps:
             kind = "inplace"
@@ -422,10 +405,12 @@ class Watch:
             frame,
         )
 
-    def _requires_grad_set(self, tensor: torch.Tensor, value: bool) -> None:
+    def _requires_grad_set(
+        self, tensor: torch.Tensor, value: bool, first: list[Seen | None]
+    ) -> None:
         index = len(self.forward.ops)
-        tensor_id = self._tensor_id(tensor, None)
-        self._refresh(tensor_id, tensor)
+        tensor_id = self._tensor_id(tensor, None, first[0], after=False)
+        self._moments.observe(tensor_id, tensor, index, True)
         seq = _get_sequence_nr()
         line, frame = self._source()
         self._append(
@@ -497,10 +482,7 @@ class Watch:
             if self.forward.modules[index].seq_end < 0:
                 self.forward.modules[index].seq_end = _get_sequence_nr()
         self._stack = []
-        for tensor_id in list(self._registry.live):
-            tensor = self._registry.get(tensor_id)
-            if tensor is not None:
-                self._refresh(tensor_id, tensor)
+        self._observe_all()  # a change seen only now: after every op, in no frame
         candidates: dict[str, tuple[int, str]] = {}  # tensor id -> (priority, name)
 
         def offer(tensor: object, name: str, priority: int, extend: bool = True) -> None:

@@ -9,6 +9,7 @@ and ``tensor_links`` its tensor records to forward tensors.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "Forward",
     "ModuleScope",
     "SourceLine",
+    "TensorState",
     "VersionBump",
 ]
 
@@ -179,10 +181,74 @@ class FOp:
         )
 
 
+@dataclass(frozen=True)
+class TensorState:
+    """How a tensor was from one moment of the forward pass until its next state: what a
+    forward frame draws for it then.
+
+    ``op`` is the op at which ``watch()`` first saw this state; ``after`` says whether the op
+    made it (its output, or its input changed in place, or ``requires_grad`` set) or found it
+    so when it read the tensor: a change no op made (``.grad`` written by a backward pass,
+    ``.data`` assigned) shows from the first op that touched the tensor after it. ``op`` is
+    ``len(ops)`` for a change seen only when the block ended.
+    """
+
+    op: int
+    after: bool
+    version: int | None
+    requires_grad: bool
+    is_leaf: bool
+    grad_fn: str | None  # type name of its grad_fn then
+    data: Summary | None  # its value then
+    has_grad: bool  # ``.grad`` was set (of a leaf, or a non-leaf that retains its grad)
+    grad: Summary | None  # ``.grad``'s value then
+
+    @property
+    def role(self) -> Role:
+        """The colour the tensor has at this moment (``gradviz.capture.op_values.role``)."""
+        if not self.requires_grad:
+            return Role.CONSTANT
+        return Role.LEAF if self.is_leaf else Role.BRANCH
+
+    @property
+    def moment(self) -> int:
+        """Orders states: before op k (2k), after op k (2k + 1)."""
+        return 2 * self.op + int(self.after)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "after": self.after,
+            "version": self.version,
+            "requires_grad": self.requires_grad,
+            "is_leaf": self.is_leaf,
+            "grad_fn": self.grad_fn,
+            "data": None if self.data is None else self.data.to_dict(),
+            "has_grad": self.has_grad,
+            "grad": None if self.grad is None else self.grad.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TensorState:
+        return cls(
+            op=data["op"],
+            after=data["after"],
+            version=data["version"],
+            requires_grad=data["requires_grad"],
+            is_leaf=data["is_leaf"],
+            grad_fn=data["grad_fn"],
+            data=None if data["data"] is None else Summary.from_dict(data["data"]),
+            has_grad=data["has_grad"],
+            grad=None if data["grad"] is None else Summary.from_dict(data["grad"]),
+        )
+
+
 @dataclass(eq=False)
 class FTensor:
     """A tensor the watched code touched. ``role`` is its role when the block ended (or
-    when last seen); ``created_by`` the op that made it (None: made before the watch)."""
+    when last seen); ``created_by`` the op that made it (None: made before the watch).
+    ``states``: how it was at each moment, oldest first, one entry per change
+    (``TensorState``; ``Forward.state_at`` finds the one of a moment)."""
 
     id: str
     name: str | None
@@ -197,6 +263,7 @@ class FTensor:
     version: int | None  # when last seen
     base: str | None = None  # the tensor this one is a view of
     grad_fn: str | None = None  # type name of its grad_fn when last seen
+    states: list[TensorState] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -217,6 +284,7 @@ class FTensor:
             "version": self.version,
             "base": self.base,
             "grad_fn": self.grad_fn,
+            "states": [state.to_dict() for state in self.states],
         }
 
     @classmethod
@@ -235,6 +303,7 @@ class FTensor:
             version=data["version"],
             base=data.get("base"),
             grad_fn=data.get("grad_fn"),
+            states=[TensorState.from_dict(state) for state in data.get("states", ())],
         )
 
 
@@ -299,6 +368,16 @@ class Forward:
 
     def __post_init__(self) -> None:
         self._by_id = {t.id: t for t in self.tensors}
+        for item in self.tensors:
+            if not item.states:  # data from before states were kept: one per version seen
+                item.states = _states_by_version(item, self.ops)
+
+    def state_at(self, tensor_id: str, op: int, after: bool) -> int:
+        """The index in ``tensor(tensor_id).states`` of how the tensor was just before op
+        ``op`` ran (``after=False``: as the op read it) or just after (``after=True``)."""
+        states = self._by_id[tensor_id].states
+        moments = [state.moment for state in states]
+        return max(bisect.bisect_right(moments, 2 * op + int(after)) - 1, 0)
 
     def tensor(self, key: str) -> FTensor:
         """A forward tensor by id (``f3``) or by name (``c``)."""
@@ -342,6 +421,23 @@ class Forward:
         """The in-place ops that changed the tensor's version (views share the counter)."""
         return [op for op in self.ops if any(b.tensor == tensor_id for b in op.bumps)]
 
+    def states_seen(self, tensor_id: str) -> range:
+        """The tensor's states seen at a replayed op (the others are from an earlier pass,
+        or were seen only when the block ended): each one a forward frame can show."""
+        states = self._by_id[tensor_id].states
+        first = next((i for i, s in enumerate(states) if s.op >= self.first_replayed), None)
+        if first is None:
+            return range(0)
+        last = next((i for i, s in enumerate(states) if s.op >= len(self.ops)), len(states))
+        return range(first, last)
+
+    def states_in(self, op: FOp) -> tuple[list[int], list[int]]:
+        """The state index of each tensor input of ``op`` as it read them, and of each
+        tensor it made or changed (``outputs``, then bumped inputs not among them)."""
+        inputs = [self.state_at(a.tensor, op.index, False) for a in op.inputs if a.tensor]
+        made = list(op.outputs) + [b.tensor for b in op.bumps if b.tensor not in op.outputs]
+        return inputs, [self.state_at(t, op.index, True) for t in made]
+
     def copy(self) -> Forward:
         return Forward.from_dict(self.to_dict())
 
@@ -370,3 +466,34 @@ class Forward:
             tensor_links=dict(data["tensor_links"]),
             first_replayed=int(data.get("first_replayed", 0)),
         )
+
+
+def _states_by_version(item: FTensor, ops: list[FOp]) -> list[TensorState]:
+    """States for forward data saved before they were kept: one per version an op read or
+    made, each with the tensor's last-seen fields (all that data knows)."""
+    seen: dict[int, tuple[int, bool]] = {}
+    for op in ops:
+        for arg in op.inputs:
+            if arg.tensor == item.id:
+                seen.setdefault(arg.version or 0, (op.index, False))
+        for tensor_id, version in zip(op.outputs, op.output_versions, strict=True):
+            if tensor_id == item.id:
+                seen.setdefault(version or 0, (op.index, True))
+        for bump in op.bumps:
+            if bump.tensor == item.id:
+                seen.setdefault(bump.after, (op.index, True))
+    order = sorted(seen.items(), key=lambda entry: 2 * entry[1][0] + int(entry[1][1]))
+    return [
+        TensorState(
+            op=at,
+            after=after,
+            version=version,
+            requires_grad=item.requires_grad,
+            is_leaf=item.is_leaf,
+            grad_fn=item.grad_fn,
+            data=item.data if position == 0 else None,
+            has_grad=False,
+            grad=None,
+        )
+        for position, (version, (at, after)) in enumerate(order)
+    ]

@@ -364,7 +364,7 @@ def _ftensor(value: Any, where: str) -> None:
             "created_by",
             "version",
         ),
-        ("base", "grad_fn"),
+        ("base", "grad_fn", "states"),
     )
     _FORWARD_ID(value["id"], f"{where}.id")
     _maybe(_text)(value["name"], f"{where}.name")
@@ -381,6 +381,19 @@ def _ftensor(value: Any, where: str) -> None:
     _maybe(_COUNT)(value["version"], f"{where}.version")
     _maybe(_FORWARD_ID)(value.get("base"), f"{where}.base")
     _maybe(_text)(value.get("grad_fn"), f"{where}.grad_fn")
+    _list(value.get("states", []), f"{where}.states", _tensor_state)
+
+
+def _tensor_state(value: Any, where: str) -> None:
+    keys = ("op", "after", "version", "requires_grad", "is_leaf", "grad_fn", "data")
+    _object(value, where, (*keys, "has_grad", "grad"))
+    _COUNT(value["op"], f"{where}.op")
+    _maybe(_COUNT)(value["version"], f"{where}.version")
+    for flag in ("after", "requires_grad", "is_leaf", "has_grad"):
+        _flag(value[flag], f"{where}.{flag}")
+    _maybe(_text)(value["grad_fn"], f"{where}.grad_fn")
+    _maybe(_summary)(value["data"], f"{where}.data")
+    _maybe(_summary)(value["grad"], f"{where}.grad")
 
 
 def _module(value: Any, where: str) -> None:

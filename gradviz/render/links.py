@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradviz.model.forward import FOp, Forward, FTensor
+from gradviz.model.forward import FOp, Forward, FTensor, TensorState
 from gradviz.model.graph import Edge, Node, TensorRecord
 from gradviz.model.values import Role
 from gradviz.render.dot import _attrs, _DotWriter, html_text
@@ -45,12 +45,19 @@ class CombinedSides:
 
 @dataclass(frozen=True)
 class _Box:
-    """One version of one forward tensor, as drawn."""
+    """One state of one forward tensor (``TensorState``: a version, requires_grad, ...),
+    as drawn."""
 
     name: str  # DOT node name
     tensor: FTensor
     version: int
-    record: TensorRecord | None  # the graph's record when this box is its current version
+    record: TensorRecord | None  # the graph's record when this box is its last state drawn
+    state: TensorState | None = None  # how the tensor was then
+
+    @property
+    def role(self) -> Role:
+        """The role the box is drawn in: the tensor's at the box's moment."""
+        return self.tensor.role if self.state is None else self.state.role
 
 
 class _LinkWriter(_DotWriter):
@@ -88,14 +95,14 @@ class _LinkWriter(_DotWriter):
         ops = self.data.replayed
         drawn = {line.split()[0] for line in self.lines if line.startswith("  ")}
         leaves, made_by = self._leaf_nodes(), self._made_by(ops)
-        for (tensor_id, version), made in boxes.items():
+        for (tensor_id, _), made in boxes.items():
             if made.name not in drawn:
                 continue
-            target, leaf = self._node_of(made, tensor_id, version, leaves, made_by)
+            target, leaf = self._node_of(made, tensor_id, made.version, leaves, made_by)
             if target is None:
                 continue
             target = self.node_group.get(target, target)
-            role = self.theme.role(made.tensor.role)
+            role = self.theme.role(made.role)
             record = made.record
             link_id = f"l_{record.id}" if record is not None else f"l_{made.name}"
             label = (
@@ -142,7 +149,7 @@ class _LinkWriter(_DotWriter):
         record = made.record
         if record is not None and record.node_id is not None:
             return record.node_id, record.role is Role.LEAF and not record.is_root
-        if made.tensor.role is Role.LEAF and made.tensor.is_leaf:
+        if made.role is Role.LEAF:
             if tensor_id in leaves:
                 return leaves[tensor_id], True
             return None, False
@@ -172,8 +179,9 @@ class _LinkWriter(_DotWriter):
         return found
 
     def _offgraph_args(self) -> dict[tuple[str, int], tuple[str, int]]:
-        """(node id, slot) of each None slot -> the off-graph tensor input (id, version)
-        that left it: an op's None slots and its off-graph tensor inputs, in order."""
+        """(node id, slot) of each None slot -> the off-graph tensor input (id, state index:
+        the box drawn for it) that left it: an op's None slots and its tensor inputs that
+        did not require grad as it read them, in order."""
         found: dict[tuple[str, int], tuple[str, int]] = {}
         for op in self.data.replayed:
             if op.seq_end <= op.seq_start:
@@ -185,10 +193,15 @@ class _LinkWriter(_DotWriter):
             ]
             if not nodes or any(node.id in self.node_group for node in nodes):
                 continue
-            constants = [
-                (a.tensor, a.version or 0)
+            read = [
+                (a.tensor, self.data.state_at(a.tensor, op.index, False))
                 for a in op.inputs
-                if a.tensor is not None and not self.data.tensor(a.tensor).requires_grad
+                if a.tensor is not None
+            ]
+            constants = [
+                (tensor_id, state)
+                for tensor_id, state in read
+                if not _requires_grad(self.data.tensor(tensor_id), state)
             ]
             slots = [e for n in nodes for e in self.graph.out_edges(n.id) if e.dst is None]
             if constants and len(slots) == len(constants):
@@ -251,3 +264,10 @@ class _LinkWriter(_DotWriter):
         specs: list[LinkSpec] | None = getattr(self, "link_specs", None)
         if specs is not None:
             specs.append(spec)
+
+
+def _requires_grad(tensor: FTensor, state: int) -> bool:
+    """Whether the tensor required grad in that state (at the end, for data without)."""
+    if not tensor.states:
+        return tensor.requires_grad
+    return tensor.states[state].requires_grad

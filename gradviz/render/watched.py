@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from gradviz.model.forward import FOp, Forward
+from gradviz.model.forward import FOp, Forward, TensorState
 from gradviz.model.graph import Edge, Graph, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role, Summary
@@ -28,10 +28,12 @@ from gradviz.render.dot import (
     tooltip,
 )
 from gradviz.render.dot_tables import tensor_table
+from gradviz.render.forward_boxes import as_record, box_name, made_by, standing_differs
 from gradviz.render.frontier import Collapse, boxed
 from gradviz.render.links import CombinedSides, LinkSpec, _Box, _LinkWriter
 
 __all__ = [
+    "box_name",
     "collapsed_box",
     "collapsed_members",
     "combined_sides",
@@ -142,6 +144,7 @@ class _Writer(_LinkWriter):
         # the tensor was when the code first used it (a parameter after its initialisation)
         self.bumped = {(b.tensor, b.after) for op in data.ops for b in op.bumps}
         self.offgraph: dict[tuple[str, int], tuple[str, int]] = {}
+        self.last_state: dict[str, TensorState] = {}  # each tensor as its last box shows it
         # the modules drawn as one box each: by depth, or a set (``collapse=``)
         self.collapse: int | frozenset[int] | None = options.collapse_depth
         if options.collapse is not None:
@@ -260,25 +263,41 @@ class _Writer(_LinkWriter):
 
     # -- the forward side -----------------------------------------------------------------
     def _forward_side(self) -> dict[tuple[str, int], _Box]:
+        """One box per state of each tensor (``TensorState``: a new version, requires_grad
+        switched, a new grad_fn or ``.grad``), each drawn as the tensor was then: a forward
+        frame shows every tensor as it was at that moment, not as the block left it."""
         data = self.data
         boxes: dict[tuple[str, int], _Box] = {}
-        boxed: set[str] = set()  # the tensors with a box (of any version)
         box_cluster: dict[str, int | None] = {}
-        final_version = {t.id: t.version or 0 for t in data.tensors}
+        reads = {op.index: data.states_in(op) for op in data.replayed}
+        last_drawn: dict[str, int] = {}
+        for op in data.replayed:
+            read, made_states = reads[op.index]
+            tensors = [a.tensor for a in op.inputs if a.tensor is not None]
+            tensors += made_by(op)
+            for tensor_id, state in zip(tensors, read + made_states, strict=True):
+                last_drawn[tensor_id] = max(state, last_drawn.get(tensor_id, state))
+        for tensor_id in last_drawn:  # a state no op read (.grad written): shown too
+            seen = data.states_seen(tensor_id)
+            if seen and seen[-1] > last_drawn[tensor_id]:
+                last_drawn[tensor_id] = seen[-1]
+        self.last_state = {
+            t: data.tensor(t).states[i] for t, i in last_drawn.items() if data.tensor(t).states
+        }
 
-        def box(tensor_id: str, version: int | None, cluster: int | None) -> _Box:
-            key = (tensor_id, version or 0)
+        def box(tensor_id: str, state: int, cluster: int | None) -> _Box:
+            key = (tensor_id, state)
             found = boxes.get(key)
             if found is not None:
                 return found
             tensor = data.tensor(tensor_id)
-            first = tensor_id not in boxed
-            boxed.add(tensor_id)
-            name = tensor_id if first else f"{tensor_id}_v{version or 0}"
+            moment = tensor.states[state] if tensor.states else None
+            name = box_name(tensor_id, state)
             record = None
-            if self.show_backward and key[1] == final_version[tensor_id]:
+            if self.show_backward and state == last_drawn.get(tensor_id):
                 record = self.records_by_ftensor.get(tensor_id)
-            made = _Box(name, tensor, key[1], record)
+            version = (moment.version if moment is not None else tensor.version) or 0
+            made = _Box(name, tensor, version, record, moment)
             boxes[key] = made
             box_cluster[name] = cluster
             return made
@@ -300,10 +319,11 @@ class _Writer(_LinkWriter):
         used = {a.tensor for op in data.replayed for a in op.inputs if a.tensor is not None}
         for op in data.replayed:
             cluster, collapsed = self._group(op.module)
+            read, made_states = reads[op.index]
             if op.kind == "factory":
-                for tensor_id, version in zip(op.outputs, op.output_versions, strict=True):
+                for tensor_id, state in zip(op.outputs, made_states, strict=True):
                     if tensor_id in used or data.tensor(tensor_id).name:
-                        box(tensor_id, version, cluster)
+                        box(tensor_id, state, cluster)
                     # else: made and never used, nor named (the data of an nn.Parameter):
                     # a box tied to nothing
                 continue
@@ -316,12 +336,14 @@ class _Writer(_LinkWriter):
                 name = f"op{op.index}"
                 self.cluster_lines[cluster].append(self._op_line(op, name))
             op_node[op.index] = name
-            tensor_args = [a for a in op.inputs if a.tensor is not None]
-            for arg in tensor_args:
-                assert arg.tensor is not None
+            tensor_args = [a.tensor for a in op.inputs if a.tensor is not None]
+            switched = set()  # requires_grad set: the box before leads to the box after
+            for tensor_id, state in zip(tensor_args, read, strict=True):
                 if op.kind == "requires_grad":
-                    continue
-                source = box(arg.tensor, arg.version, None)
+                    if data.state_at(tensor_id, op.index, True) == state:
+                        continue  # set as it was: the note only
+                    switched.add(tensor_id)
+                source = box(tensor_id, state, None)
                 consumers[source.name].add(name)
                 edge(source.name, name, class_="gv_fedge")
             if op.name in _ARITHMETIC and collapsed is None:
@@ -334,18 +356,22 @@ class _Writer(_LinkWriter):
                         scalar = f"s{op.index}_{arg.position}"
                         self.cluster_lines[cluster].append(self._scalar_line(scalar, arg.text))
                         edge(scalar, name)
-            outputs = list(zip(op.outputs, op.output_versions, strict=True))
-            for bump in op.bumps:
-                if bump.tensor not in op.outputs:
-                    outputs.append((bump.tensor, bump.after))
-            for nr, (tensor_id, version) in enumerate(outputs):
-                made = box(tensor_id, version, cluster)
+            outputs = list(zip(made_by(op), made_states, strict=True))
+            for nr, (tensor_id, state) in enumerate(outputs):
+                made = box(tensor_id, state, cluster)
                 producer[made.name] = name
-                if op.kind == "requires_grad":
+                if op.kind == "requires_grad" and tensor_id not in switched:
                     edge(name, made.name, style="dashed", arrowhead="none", class_="gv_note")
                 else:
                     label = str(nr) if len(outputs) > 1 and op.kind != "inplace" else None
                     edge(name, made.name, label=label, class_="gv_fedge")
+        first_box: dict[str, int] = {}
+        for tensor_id, state in boxes:
+            first_box[tensor_id] = min(state, first_box.get(tensor_id, state))
+        for tensor_id, first in first_box.items():  # later states no op read or made
+            for state in data.states_seen(tensor_id):
+                if state > first and (tensor_id, state) not in boxes:
+                    box(tensor_id, state, None)
         hidden: set[str] = set()
         for made in boxes.values():
             src = producer.get(made.name)
@@ -442,33 +468,50 @@ class _Writer(_LinkWriter):
         self.cluster_lines[cluster].append(self._mark(line + ";", name))
 
     def _box_line(self, made: _Box) -> str:
+        """A tensor box as the tensor was at its moment (``made.state``): its role's colour
+        and value. In the combined view a tensor the graph has a record of (a root, a leaf, a
+        named tensor) shows the whole table (data, grad, grad_fn, is_leaf, requires_grad) in
+        its last state drawn (with the record's id), and in each earlier state that stood
+        otherwise on the graph (``standing_differs``); an earlier version an in-place op replaced
+        stays a compact box, as it was, so pages of in-place models keep their weight."""
         tensor = made.tensor
-        style = self._style(self.theme.role(tensor.role))
-        if made.record is not None:
-            # the graph's own record: same id as the plain combined view (the stepper's)
-            named = _named(made.record, self.data)
-            label = "<" + tensor_table(named, self.options.shapes) + ">"
+        moment = made.state
+        role = tensor.role if moment is None else moment.role
+        style = self._style(self.theme.role(role))
+        last = self.last_state.get(tensor.id)
+        has_record = self.show_backward and tensor.id in self.records_by_ftensor
+        if made.record is not None or (
+            has_record
+            and moment is not None
+            and last is not None
+            and standing_differs(moment, last)
+        ):
+            shown = as_record(made, self.data)
+            label = "<" + tensor_table(shown, self.options.shapes) + ">"
+            element = made.name if made.record is None else made.record.id
             line = f"  {made.name} " + _attrs(
-                id=f"{self.prefix}_{made.record.id}",
-                class_=f"gv_tensor gv_{made.record.role.value}",
+                id=f"{self.prefix}_{element}",
+                class_=f"gv_tensor gv_{role.value}",
                 shape="box",
                 label=label,
-                tooltip=tooltip(named.label, named.grad_fn),
+                tooltip=tooltip(shown.label, shown.grad_fn),
                 **style,
             )
-            return self._mark(self._mark(line + ";", made.record.id), tensor.id)
+            line = self._mark(line + ";", element)
+            return self._mark(line, tensor.id) if made.record is not None else line
         whole = self.data.label(tensor.id)
         title = html_text(whole)
         text = f"<B>{title}</B>" if tensor.name else f"<I>{title}</I>"
         changed = (tensor.id, made.version) in self.bumped
         if changed:
             text += f' <FONT POINT-SIZE="9">v{made.version}</FONT>'
-        if self.options.shapes and tensor.data is not None:
-            value = "changed in place" if changed else box_value(tensor.data)
-            text += f'<BR/><FONT POINT-SIZE="9">{html_text(value, None)}</FONT>'
+        value = tensor.data if moment is None else moment.data
+        if self.options.shapes and value is not None:
+            shown_value = "changed in place" if changed and moment is None else box_value(value)
+            text += f'<BR/><FONT POINT-SIZE="9">{html_text(shown_value, None)}</FONT>'
         line = f"  {made.name} " + _attrs(
             id=f"{self.prefix}_{made.name}",
-            class_=f"gv_ftensor gv_{tensor.role.value}",
+            class_=f"gv_ftensor gv_{role.value}",
             shape="box",
             label=f"<{text}>",
             tooltip=tooltip(whole),
@@ -596,15 +639,3 @@ def box_value(data: Summary) -> str:
         return data.text(40)
     shape = f"shape {data.shape_text()}"
     return f"{shape} · {shaped_text(data, 40)}" if data.complete else shape
-
-
-def _named(record: TensorRecord, data: Forward) -> TensorRecord:
-    """The record, named from the forward data when the trace left it unnamed."""
-    if record.name:
-        return record
-    linked = data.tensor_links.get(record.id)
-    if linked is None or not data.tensor(linked).name:
-        return record
-    from dataclasses import replace
-
-    return replace(record, name=data.tensor(linked).name)

@@ -10,9 +10,11 @@ from typing import Any
 
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.recording import Recording
+from gradviz.render.watched import box_name
 
 __all__ = [
     "ForwardFrame",
+    "box_steps",
     "describe_forward",
     "describe_forwards",
     "forward_frame",
@@ -118,6 +120,39 @@ def _place_unlinked(
 
     for node in pending:
         place(node.id, set())
+
+
+def box_steps(forward: Forward, op_time: dict[int, int]) -> dict[str, int | None]:
+    """DOT name of each forward tensor box (one per state, ``render.forward_boxes.box_name``) ->
+    the step at which it appears: that of the op that made the state, or that first found
+    the tensor so (a change no op made: ``.grad`` written, ``.data`` set). None: there from
+    the start (a tensor made before the watch, or a state from before the replayed pass)."""
+    steps: dict[str, int | None] = {}
+    drawn: dict[str, int] = {}  # tensor id -> its first state drawn
+
+    def add(tensor_id: str, index: int) -> None:
+        name = box_name(tensor_id, index)
+        if name in steps:
+            return
+        states = forward.tensor(tensor_id).states
+        moment = states[index] if index < len(states) else None
+        if moment is None or (index == 0 and not moment.after):
+            steps[name] = None  # found so by the first op that read it
+        else:
+            steps[name] = op_time.get(moment.op)
+        drawn[tensor_id] = min(index, drawn.get(tensor_id, index))
+
+    for op in forward.replayed:
+        read, made = forward.states_in(op)
+        tensors = [a.tensor for a in op.inputs if a.tensor is not None]
+        tensors += _op_outputs(op)
+        for tensor_id, index in zip(tensors, read + made, strict=True):
+            add(tensor_id, index)
+    for tensor_id, first in list(drawn.items()):  # states no op read: ``.grad`` written
+        for index in forward.states_seen(tensor_id):
+            if index > first:
+                add(tensor_id, index)
+    return steps
 
 
 def _op_outputs(op: FOp) -> tuple[str, ...]:

@@ -44,6 +44,7 @@ from gradviz.replay.folded import fold_schedule
 from gradviz.replay.forwardframes import (
     ForwardFrame,
     _op_times,
+    box_steps,
     describe_forward,
     describe_forwards,
     forward_frame,
@@ -259,33 +260,29 @@ def classes_at(schedule: dict[str, Any], index: int, view: str = "backward") -> 
 # -- when each drawn element appears during the forward frames --------------------------------
 _NODE_LINE = re.compile(r'^\s*(\w+) \[id="([^"]+)"')
 _EDGE_LINE = re.compile(r'^\s*(\w+) -> (\w+) \[(?:dir="back" )?id="([^"]+)"')
-_BOX_NAME = re.compile(r"^(f\d+)(?:_v(\d+))?$")
 
 
 def _born(recording: Recording, dot: str) -> dict[str, int]:
     """Element id -> the (negative) step at which its forward op ran, from one view's DOT.
 
     DOT node names say what an element is: ``op7`` (forward op 7), ``s7_1`` (its scalar),
-    ``f3`` / ``f3_v1`` (a forward tensor box, a version of it), ``m2`` / ``bm2`` (a
-    collapsed module), ``n4`` (a backward node: when the op that created it ran), ``t1`` (a
-    tensor record: with its node) and ``c_n4_0`` (a None slot: with its node). Edges appear
-    with their later end. Anything else (made before the watch, the legend) always shows.
+    ``f3`` / ``f3_s1`` (a forward tensor box, a later state of it: ``box_steps``), ``m2`` /
+    ``bm2`` (a collapsed module), ``n4`` (a backward node: when the op that created it ran),
+    ``t1`` (a tensor record: with its node) and ``c_n4_0`` (a None slot: with its node). Edges
+    appear with their later end. Anything else (made before the watch, the legend) always shows.
     """
     forward = recording.graph.forward
     if forward is None or not forward.replayed:
         return {}
     graph = recording.graph
     op_time, node_time = _op_times(recording)
-    box_time: dict[tuple[str, int], int] = {}
+    boxes = box_steps(forward, op_time)
     first_seen: dict[str, int | None] = {}
     for op in forward.replayed:
         for arg in op.inputs:
             if arg.tensor is not None:
                 first_seen.setdefault(arg.tensor, None)  # existed before this op
-        produced = list(zip(op.outputs, op.output_versions, strict=True))
-        produced += [(b.tensor, b.after) for b in op.bumps]
-        for tensor_id, version in produced:
-            box_time.setdefault((tensor_id, version or 0), op_time[op.index])
+        for tensor_id in [*op.outputs, *(b.tensor for b in op.bumps)]:
             first_seen.setdefault(tensor_id, op_time[op.index])
     module_time: dict[int, int] = {}
     for op in forward.replayed:
@@ -311,11 +308,8 @@ def _born(recording: Recording, dot: str) -> dict[str, int]:
         match = re.fullmatch(r"b?m(\d+)", name)
         if match:
             return module_time.get(int(match.group(1)))
-        match = _BOX_NAME.match(name)
-        if match:
-            if match.group(2) is None:
-                return first_seen.get(match.group(1))
-            return box_time.get((match.group(1), int(match.group(2))))
+        if name in boxes:
+            return boxes[name]
         return None
 
     born: dict[str, int] = {}
