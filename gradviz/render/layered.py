@@ -381,11 +381,24 @@ class _Ranked:
         tip_y = -top[self.rank[dst]] + self.height[dst] / 2
         tip = (self.x[dst], tip_y)
         points.append((self.x[dst], tip_y + ARROW))
+        points = _without_straight_runs(points)
         parts = [f"{points[0][0]:.1f},{points[0][1]:.1f}"]
         for (x0, y0), (x1, y1) in pairwise(points):
             mid = (y0 + y1) / 2
             parts.append(f"{x0:.1f},{mid:.1f} {x1:.1f},{mid:.1f} {x1:.1f},{y1:.1f}")
         return f'pos="e,{tip[0]:.1f},{tip[1]:.1f} {" ".join(parts)}"{label_at}'
+
+
+def _without_straight_runs(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The route without the points inside a vertical run (a long edge passing layers
+    straight down): one curve spans the run, so a drawing's path data grows with its
+    edges' bends, not with how many layers each edge crosses."""
+    kept = points[:1]
+    for before, point, after in zip(points, points[1:], points[2:], strict=False):
+        if abs(before[0] - point[0]) < 0.5 and abs(after[0] - point[0]) < 0.5:
+            continue
+        kept.append(point)
+    return kept + points[-1:] if len(points) > 1 else kept
 
 
 def _isotonic(wanted: list[float], gaps: list[float]) -> list[float]:
