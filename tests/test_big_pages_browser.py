@@ -75,12 +75,9 @@ def test_camera_keeps_the_active_node_on_screen_and_readable(
 ) -> None:
     _, path = gpt_page
     page, root, errors = _open(browser, path)
-    for view in ("collapsed-1", "backward"):
-        page.evaluate(
-            "([r, v]) => { const s = r.querySelector('.gv-view'); s.value = v; "
-            "s.dispatchEvent(new Event('change')); }",
-            [root, "collapsed" if view.startswith("collapsed") else view],
-        )
+    for view in ("collapsed-auto", "backward"):
+        choice = "collapsed" if view.startswith("collapsed") else view
+        root.query_selector(".gv-view").select_option(choice)  # as a user picks it
         page.evaluate(SEED, root)  # the backward pass starts
         assert root.get_attribute("data-view") == view
         assert readable_steps(page, root, 40) > 5

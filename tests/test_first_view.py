@@ -134,3 +134,14 @@ def test_the_page_opens_at_the_seed_unless_the_first_forward_frame_shows_most() 
     born = payload["data"]["schedule"]["born"][payload["view"]]
     assert sum(at == first for at in born.values()) * 2 < len(born)  # nearly empty at first
     assert payload["start"] == 0
+
+
+def test_a_graph_that_reads_whole_opens_at_its_first_forward_frame() -> None:
+    """A lesson's story starts with its forward pass: a small watched graph opens there."""
+    a = torch.tensor(2.0, requires_grad=True)
+    b = torch.tensor(3.0, requires_grad=True)
+    with gradviz.watch() as w:
+        loss = (a * b + a).tanh()
+    rec = w.record(loss)
+    assert len(rec.graph.nodes) <= 60 and rec.forward_ops
+    assert stepper_payload(rec)["start"] == -len(rec.forward_ops)

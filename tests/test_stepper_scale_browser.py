@@ -139,7 +139,7 @@ def test_collapsed_view_marks_the_module_an_op_runs_in_during_forward_frames(
     data = state["data"]
     prefix, chains = data["prefix"], data["nav"]["chains"]
     page, root, errors = _open(browser, path)
-    assert root.get_attribute("data-view") == state["view"] == "collapsed-1"
+    assert root.get_attribute("data-view") == state["view"] == "collapsed-auto"
     marked = 0
     for frame in range(data["first"], 0):
         page.evaluate(SLIDE, [root, frame])
