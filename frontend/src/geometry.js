@@ -61,6 +61,34 @@ export class Geometry {
     }
   }
 
+  // The box around the graph's nodes and edges, the legend aside (cached); `fallback` (the
+  // whole view) where some are not parsed yet (a big view loaded lazily) or there are none.
+  content(fallback) {
+    if (this.drawn === undefined) {
+      const boxes = [];
+      for (const g of this.svg.querySelectorAll("g.node:not(.gv_legend_item), g.edge")) {
+        const b = this.box(g);
+        if (b.w || b.h) boxes.push(b);
+      }
+      this.drawn = boxes.length ? union(boxes) : null;
+    }
+    return this.partial || !this.drawn ? fallback : this.drawn;
+  }
+
+  // The smallest font size (SVG units) of the nodes' text, the legend's aside: presentation
+  // mode keeps even that readable. Read once from the attributes; `fallback` where none.
+  smallestFont(fallback) {
+    if (this.font === undefined) {
+      let least = Infinity;
+      for (const t of this.svg.querySelectorAll("g.node:not(.gv_legend_item) text[font-size]")) {
+        const size = Number(t.getAttribute("font-size"));
+        if (size > 0 && size < least) least = size;
+      }
+      this.font = least === Infinity ? null : least;
+    }
+    return this.font === null ? fallback : this.font;
+  }
+
   // The element and its neighbours' elements (by DOT name, via the <title>).
   around(el) {
     this.index();
@@ -122,6 +150,24 @@ export function shapeBounds(el) {
   }
   if (x0 === Infinity) return { x: 0, y: 0, width: 0, height: 0 };
   return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+}
+
+// What a view draws at forward frame `index`: the box around every element born by then
+// (`all`) and the boxes of the nodes born at it (`newest`, in drawing order); null where
+// nothing is drawn yet.
+export function drawnRegion(view, index) {
+  const boxes = [];
+  const newest = [];
+  for (const [id, entry] of view.classes.info) {
+    if (entry.born === undefined || entry.born > index) continue;
+    const el = view.byId.peek ? view.byId.peek(id) : view.byId.get(id);
+    const box = el ? view.geometry.box(el) : null;
+    if (!box || !(box.w || box.h)) continue; // an element with no shapes has no place
+    boxes.push(box);
+    if (entry.born === index && el.classList.contains("node")) newest.push(box); // links span far
+  }
+  if (!boxes.length) return null;
+  return { all: union(boxes), newest };
 }
 
 export function union(boxes) {

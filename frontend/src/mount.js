@@ -12,11 +12,12 @@
 // model.send({type: "view", name}); the page ships every view it offers.
 
 import { drawnElement } from "./active.js";
-import { Camera, zoomed } from "./camera.js";
+import { Camera, MIN_TEXT_PX, NODE_FONT, presentTextPx, zoomed } from "./camera.js";
 import { Presenter, Quiz, stageHeight } from "./classroom.js";
 import { stepControls, viewTools } from "./controls.js";
 import { element, followTheme } from "./dom.js";
 import { downloadSvg, stepSvgText } from "./download.js";
+import { drawnRegion } from "./geometry.js";
 import { GradFields } from "./gradfields.js";
 import { routeKeys, stepAction } from "./keys.js";
 import { Minimap } from "./minimap.js";
@@ -117,6 +118,11 @@ export function mount(el, model, features = {}) {
     camera.set({ ...b, x: x - b.w / 2, y: y - b.h / 2 });
   });
   stage.append(minimap.el);
+  // presenting, a stage of another size is framed again (its text kept large), not scaled
+  camera.resized = () => {
+    if (presenter.presenting()) reframe();
+    else if (view && camera.size) view.showBox(camera.size);
+  };
   cleanups.push(() => camera.observer && camera.observer.disconnect());
 
   function setFollow(on) {
@@ -169,7 +175,11 @@ export function mount(el, model, features = {}) {
   function follow() {
     if (!view) return;
     const el = activeElement() || firstToRun();
-    if (el) camera.focus(view.geometry, el, view.geometry.around(el));
+    const index = current();
+    // a forward frame: the camera frames what is drawn so far, not the whole layout
+    const region = index < 0 ? drawnRegion(view, index) : null;
+    if (region) camera.frame(region.all, region.newest.length ? region.newest : el ? [view.geometry.box(el)] : []);
+    else if (el) camera.focus(view.geometry, el, view.geometry.around(el));
     minimap.update(view.box, el ? view.geometry.box(el) : null);
   }
 
@@ -234,6 +244,7 @@ export function mount(el, model, features = {}) {
     canvas.style.height = stageHeight(view.home);
     camera.size = null; // measured again once, for this height
     camera.view = view;
+    readableText();
     camera.start(view); // before the first placement: a big view never fills in whole
     view.showBox(camera.rect());
     canvas.replaceChildren(view.svg);
@@ -341,15 +352,27 @@ export function mount(el, model, features = {}) {
     if (byHand) setFollow(false);
     camera.set(zoomed(view.box, factor, cx, cy));
   }
+  // Fit: the whole view; presenting, only as far as the text stays readable from afar.
   function resetZoom() {
+    if (presenter.presenting()) return reframe();
     setFollow(false);
     camera.set({ ...view.home });
   }
+  // How small the camera lets text get: presenting, large enough for the back of the room
+  // (even the view's smallest node text), else MIN_TEXT_PX on node labels.
+  function readableText() {
+    const on = presenter.presenting();
+    camera.textPx = on ? presentTextPx(window.innerHeight || 720) : MIN_TEXT_PX;
+    camera.font = on && view ? view.geometry.smallestFont(NODE_FONT) : NODE_FONT;
+  }
   // The stage changed size (presentation mode, a resize): the whole view when it is
-  // readable there, else the camera follows the active node again.
+  // readable there, else the camera follows the active node again; a forward frame
+  // frames what is drawn so far.
   function reframe() {
     if (!view) return;
-    if (camera.scaleFor(view.home) >= Camera.readable()) camera.set({ ...view.home });
+    readableText();
+    if (current() < 0) setFollow(true);
+    else if (camera.scaleFor(view.home) >= camera.readable()) camera.set({ ...view.home });
     else {
       camera.start(view);
       setFollow(true);

@@ -33,6 +33,7 @@ export class View {
     cameraSurface(this);
     this.geometry = new Geometry(this.svg);
     this.virtual = this.lazy ? this.lazy.attach(this) : Virtual.over(this); // attach: byId, geometry too
+    this.geometry.partial = Boolean(this.lazy || this.virtual); // not every node is in the tree
   }
 
   setClass(id, want) {

@@ -5,8 +5,12 @@ import {
   MAX_SCALE,
   boxAround,
   canvasToGraph,
+  clampInto,
   focusBox,
+  frameBox,
+  maxScale,
   placement,
+  presentTextPx,
   readableScale,
   scaleFor,
   startBox,
@@ -84,4 +88,47 @@ test("zooming keeps the point it zooms about in place", () => {
   const about = zoomed(box, 2, 100, 100);
   close((100 - about.x) / about.w, (100 - box.x) / box.w);
   close((100 - about.y) / about.h, (100 - box.y) / box.h);
+});
+
+test("presentation text is 20 px on a 1080-line screen, 16 px at 720 and below", () => {
+  assert.equal(presentTextPx(1080), 20);
+  assert.equal(presentTextPx(1440), 20);
+  assert.equal(presentTextPx(720), 16);
+  assert.equal(presentTextPx(480), 16);
+  close(presentTextPx(918), 17);
+});
+
+test("a box is kept inside the graph where it is smaller, centred on it where bigger", () => {
+  const home = { x: 0, y: 0, w: 1000, h: 200 };
+  assert.deepEqual(clampInto({ x: -50, y: 0, w: 400, h: 300 }, home), { x: 0, y: -50, w: 400, h: 300 });
+  assert.deepEqual(clampInto({ x: 900, y: 10, w: 400, h: 100 }, home), { x: 600, y: 10, w: 400, h: 100 });
+});
+
+test("following zooms out as far as the neighbours need, never below readable", () => {
+  const readable = readableScale(16, 9);
+  const now = boxAround(400, 300, maxScale(readable), size); // zoomed in as far as it goes
+  const target = { x: 380, y: 290, w: 40, h: 20 };
+  const near = [{ x: 380, y: 160, w: 40, h: 20 }, { x: 380, y: 420, w: 40, h: 20 }];
+  const box = focusBox(now, target, near, size, readable);
+  const scale = scaleFor(box, size);
+  assert.ok(scale < maxScale(readable) && scale >= readable - 1e-9, scale);
+  for (const b of [target, ...near]) assert.ok(b.y >= box.y && b.y + b.h <= box.y + box.h, b);
+});
+
+test("a forward frame is framed on what is drawn so far, centred", () => {
+  const region = { x: 100, y: 100, w: 200, h: 100 };
+  const box = frameBox(region, [region], size, readableScale());
+  close(box.x + box.w / 2, 200);
+  close(box.y + box.h / 2, 150);
+  assert.ok(box.x <= region.x && box.x + box.w >= region.x + region.w);
+  assert.ok(scaleFor(box, size) <= maxScale(readableScale()) + 1e-9);
+});
+
+test("a forward frame too big to show readable shows the newest part, inside what is drawn", () => {
+  const region = { x: 0, y: 0, w: 5000, h: 5000 };
+  const newest = [{ x: 4900, y: 4900, w: 60, h: 30 }];
+  const box = frameBox(region, newest, size, readableScale());
+  close(scaleFor(box, size), readableScale());
+  assert.ok(box.x <= 4900 && box.x + box.w >= 4960 && box.y <= 4900 && box.y + box.h >= 4930);
+  assert.ok(box.x + box.w <= 5000 + 24 + 1e-9); // no blank beyond the drawn graph (and its margin)
 });

@@ -25,7 +25,8 @@ GAP = 160.0  # points between the two sides, where the links run
 TITLE_HEIGHT = 22.0  # points above each side for its heading
 _SVG = "{http://www.w3.org/2000/svg}"
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
-_BACKGROUND = re.compile(r'<polygon fill="[^"]*" stroke="transparent" points="[^"]*"/>\n?')
+# Graphviz draws the background with stroke "transparent" (2.4x) or "none" (later versions)
+_BACKGROUND = re.compile(r'<polygon fill="[^"]*" stroke="(?:transparent|none)" points="[^"]*"/>\n?')
 _TRANSFORM = re.compile(r"translate\((-?[\d.]+)[ ,](-?[\d.]+)\)")
 
 

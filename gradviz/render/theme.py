@@ -96,7 +96,7 @@ class StepStyle:
 
     active_border: str
     active_width: float
-    pending_opacity: float
+    pending_opacity: float  # the fill of nodes still to come; their text and outline stay
     grad_text: str
     done_border: str
     nonfinite_border: str  # dashed around where a NaN or Inf gradient first appeared

@@ -62,10 +62,14 @@ def step_css(theme: Theme, scope: str = "") -> str:
     """The stylesheet that gives replay classes their look; ``scope`` prefixes selectors."""
     step = theme.step
     s = f"{scope} " if scope else ""
+    # Nodes still to come keep their text and outline at full contrast (a faded node is
+    # invisible on a projector): a dashed outline marks them, and only their fill fades.
+    shapes = ("path", "polygon", "ellipse")
+    pending = ",".join(f"{s}.gv_pending>{shape}" for shape in shapes)
+    notrun = ",".join(f"{s}.gv_notrun>{shape}" for shape in shapes)
     return (
-        f"{s}.gv_pending{{opacity:{step.pending_opacity}}}"
-        f"{s}.gv_notrun{{opacity:{step.pending_opacity / 2}}}"
-        f"{s}.gv_notrun>path,{s}.gv_notrun>polygon{{stroke-dasharray:4 3}}"
+        f"{pending}{{stroke-dasharray:6 3;fill-opacity:{step.pending_opacity}}}"
+        f"{notrun}{{stroke-dasharray:2 3;fill-opacity:{step.pending_opacity / 2}}}"
         f"{s}.gv_active>path,{s}.gv_active>polygon{{stroke:{step.active_border};"
         f"stroke-width:{step.active_width}px}}"
         f"{s}.gv_flowing>path{{stroke:{step.active_border};stroke-width:2.2px}}"
