@@ -1,4 +1,4 @@
-"""Memory under ``torch.utils.checkpoint`` (#18): the checkpointed segment keeps only its
+"""Memory under ``torch.utils.checkpoint``: the checkpointed segment keeps only its
 inputs and backward recomputes the rest; with ``use_reentrant=True`` one node stands for the
 whole segment. Saved bytes are measured
 here independently with ``torch.autograd.graph.saved_tensors_hooks``."""

@@ -1,4 +1,4 @@
-"""Issue #17 in Chromium: presentation mode fills a 1600x900 screen, clicker keys step without
+"""The classroom in Chromium: presentation mode fills a 1600x900 screen, clicker keys step without
 a click first and keep working after First/Last, B blanks, Escape leaves."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Downloading a step of a big, lazily parsed view (#14) writes its unparsed nodes and edges
+"""Downloading a step of a big, lazily parsed view writes its unparsed nodes and edges
 from the stored SVG text instead of parsing every element first (~0.4 s at 3,000 nodes):
 Chromium parses nothing more than what could act (sanitized as the rest is), and the file
 holds every element with the classes of the step shown, as the parsed view gives them."""

@@ -1,4 +1,4 @@
-"""The stepper's explanations in Chromium (#18): the memory and gradient-health toggles and
+"""The stepper's explanations in Chromium: the memory and gradient-health toggles and
 the steppable diff page, each checked against values computed here from PyTorch itself.
 
 Each test also takes a screenshot (``tmp_path``) of the toggled view, as a user sees it.

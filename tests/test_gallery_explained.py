@@ -1,4 +1,4 @@
-"""``make demo``'s entries for the questions of issue 18: why ``.grad`` is None (the cut
+"""``make demo``'s entries for the everyday questions: why ``.grad`` is None (the cut
 drawn), memory, gradient health, a diff of two runs and the optimizer step; each written,
 previewed in the gallery, and saying what PyTorch itself does."""
 

@@ -180,7 +180,7 @@ def test_renderers_check_the_theme_again(outer: str | None, name: str) -> None:
         stepper_payload(recording, theme=theme)
 
 
-# -- item 3 of issue 12: the font reaches every SVG and the notebook's static fallback ------
+# -- the font reaches every SVG and the notebook's static fallback ------
 FONTS = ["DejaVu Sans", "Helvetica,Arial,sans-serif", "Noto Sans-Bold.x_1"]
 
 

@@ -1,4 +1,4 @@
-"""The optimizer step's panel in Chromium (#18): after the last backward step, what
+"""The optimizer step's panel in Chromium: after the last backward step, what
 ``optimizer.step()`` did to each parameter, checked against norms recomputed here from the
 tensors; the parameters' leaf boxes marked there only. Screenshots go to ``tmp_path``."""
 

@@ -1,4 +1,4 @@
-"""An optimizer step's page and widget data (#18): what ``optimizer.step()`` did, shown
+"""An optimizer step's page and widget data: what ``optimizer.step()`` did, shown
 after the last backward step, checked against norms recomputed here from the tensors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The explanations' data (#18) as the stepper gets it: aligned with the schedule, checked
+"""The explanations' data as the stepper gets it: aligned with the schedule, checked
 against PyTorch, shipped (with its front-end code) only where a page has it."""
 
 from __future__ import annotations

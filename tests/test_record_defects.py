@@ -1,4 +1,4 @@
-"""Recording defects found by trying gradviz from outside (issue #12), one class per block.
+"""Recording defects found by trying gradviz from outside, one class per block.
 
 Every test compares the gradients with PyTorch itself, run plainly on a twin of the graph:
 gradviz must leave them bitwise equal, whatever else goes wrong.

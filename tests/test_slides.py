@@ -1,4 +1,4 @@
-"""Issue #17 slides: rec.save("x.pdf") one page per frame with the narration as a caption,
+"""Slides: rec.save("x.pdf") one page per frame with the narration as a caption,
 rec.save("x.pptx") one slide per frame with the narration in the speaker notes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Big views are parsed lazily (#14): above 1,500 nodes and edges the stepper parses a view's
+"""Big views are parsed lazily: above 1,500 nodes and edges the stepper parses a view's
 shell at once and each node or edge the first time the camera comes near it. Checked in
 Chromium: start-up parses only a small part; elements parsed later carry the classes of the
 step shown (the Python reference's); and what is parsed late is sanitized as the rest is.

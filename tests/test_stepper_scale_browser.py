@@ -1,4 +1,4 @@
-"""The stepper on big real-model pages in Chromium (#14): a 3,000-node page reaches its ready
+"""The stepper on big real-model pages in Chromium: a 3,000-node page reaches its ready
 state, keeps only what is near the camera in the DOM yet every element's classes right, the
 active node lit and on screen after each step, and the whole graph in a downloaded step; a
 watched GPT's collapsed view marks the module box an op runs in during forward frames.

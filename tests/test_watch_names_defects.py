@@ -1,4 +1,4 @@
-"""Issue #12's watch() defects: thread scope, names in functions, loops and cells, names
+"""watch()'s names: thread scope, names in functions, loops and cells, names
 bound only to the tensor really assigned, and what the forward view calls things.
 
 Expected names come from the code each test runs (the variables it binds), and values

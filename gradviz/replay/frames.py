@@ -481,7 +481,7 @@ def step_files(recording: Recording, **options: Any) -> Iterator[tuple[str, str]
 
 
 def classroom_data(recording: Recording, prefix: str) -> dict[str, Any]:
-    """The classroom's keys (#17): ``grads`` (each leaf's .grad field per step) and ``quiz``."""
+    """The classroom's keys: ``grads`` (each leaf's .grad field per step) and ``quiz``."""
     from gradviz.replay.classroom import grad_updates, quiz_answers
 
     return {"grads": grad_updates(recording, prefix), "quiz": quiz_answers(recording, prefix)}

@@ -530,7 +530,7 @@ def training_lines(rows: list[dict[str, Any]]) -> str:
 
 
 def issue_table(checks: list[dict[str, Any]]) -> str:
-    """The targets as issue #15 lists them: measure, target, now (per workload)."""
+    """The performance targets: measure, target, now (per workload)."""
     lines = ["| measure | target | now |", "|---|---|---|"]
     seen: dict[str, list[dict[str, Any]]] = {}
     for check in checks:
@@ -601,7 +601,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-# (key, workloads, op, goal, title): the targets of issue #15, as ratios measured in one run
+# (key, workloads, op, goal, title): the performance targets, as ratios measured in one run
 TARGETS = [
     ("trace_dot_vs_torchviz", ("ResNet", "GPT"), ">=", 5.0, "trace+DOT vs torchviz make_dot"),
     ("record_summary_x", ("ResNet",), "<=", 1.2, 'record(keep="summary") / f+b'),
