@@ -71,13 +71,13 @@ def run_lesson(context: Any, url: str, name: str, size: tuple[int, int]) -> tupl
     """Open a lesson, Run All from JupyterLab's Run menu, wait for the kernel to be idle with
     every cell run and a stepper drawn; returns the page and the first stepper."""
     page = context.new_page()
-    page.set_default_timeout(240_000)
+    page.set_default_timeout(60_000)
     page.set_viewport_size({"width": size[0], "height": size[1]})
     page.goto(url.format(f"{name}.ipynb"))
     page.wait_for_function(KERNEL_READY)
-    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-    page.locator('.lm-Menu-item[data-command="notebook:run-all-cells"]').click()
-    page.wait_for_function(ALL_RAN)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+    page.wait_for_function(ALL_RAN, timeout=240_000)
     root = page.wait_for_function(STEPPER).as_element()
     assert root is not None
     root.scroll_into_view_if_needed()
@@ -129,12 +129,14 @@ def test_every_key_steps_the_stepper_and_jupyterlab_takes_none(
     assert not wrong, "\n".join(wrong)
 
     # and only then: the pointer away and the focus in the notebook, the keys are JupyterLab's
-    click(page, prompt.as_element())
+    other = "(r) => r.closest('.jp-Cell').previousElementSibling.querySelector('.jp-InputPrompt')"
+    click(page, root.evaluate_handle(other).as_element())
     page.mouse.move(2, 450)
     step = root.get_attribute("data-step")
     before = page.evaluate(NOTEBOOK_STATE)["active"]
+    focus = page.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
     page.keyboard.press("ArrowUp")
-    assert page.evaluate(NOTEBOOK_STATE)["active"] == before - 1
+    assert page.evaluate(NOTEBOOK_STATE)["active"] == before - 1, (focus, step, root.get_attribute("data-step"))
     assert root.get_attribute("data-step") == step
     page.close()
 

@@ -19,6 +19,7 @@ from typing import Any
 import nbformat
 
 KERNEL = "gradviz-browser-test"
+CHECKOUT = Path(__file__).resolve().parents[2]  # the repository these tests belong to
 
 # Run code in the notebook's kernel from the page and return what it printed.
 KERNEL_EXEC = """async (code) => {
@@ -62,6 +63,8 @@ def lab_server(tmp: Path) -> Iterator[tuple[str, Path]]:
         "JUPYTERLAB_WORKSPACES_DIR": str(dirs["ws"]),
         "JUPYTER_PLATFORM_DIRS": "1",
         "IPYTHONDIR": str(tmp / "ipython"),
+        # the kernel imports the gradviz under test, not another checkout's installed one
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")])),
     }
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1"]
     command += [f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
