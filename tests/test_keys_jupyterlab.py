@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 LESSONS = ("00-tour", "05-the-bigger-graph", "12-why-is-my-grad-none-and-other-questions")
+LAST_STEPPER = "t = torch.ones(3, requires_grad=True)\ngradviz.Stepper(gradviz.record((t * 2).exp().sum()))"
 
 # What JupyterLab would change if it took a key: the notebook's cells, its active cell, its
 # scroll position, which markdown cells are rendered and which cells a heading hides.
@@ -57,6 +58,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with lab_server(tmp_path_factory.mktemp("lab")) as (url, root):
         for name in LESSONS:
             notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+            if name == LESSONS[2]:  # its answers are text and pictures: a stepper at its end
+                notebook.cells.append(nbformat.v4.new_code_cell(LAST_STEPPER))
             add_notebook(root, f"{name}.ipynb", notebook)
         yield url
 

@@ -7,22 +7,24 @@ from __future__ import annotations
 from typing import Any
 
 # The stepping keys and what each does to the step, from the step before (+1, -1), or "first"
-# / "last". o, u and b step by module: on a graph without modules they step by one.
+# / "last": forward and back in turn, from the first step, so that a short recording does
+# too. o, u and b step by module: on a graph without modules they step by one.
 MOVES: list[tuple[str, int | str]] = [
     ("End", "last"),
     ("Home", "first"),
     ("ArrowRight", 1),
-    ("ArrowDown", 1),
-    ("PageDown", 1),
-    ("Space", 1),
-    ("Enter", 1),
-    ("o", 1),
-    ("u", 1),
     ("ArrowLeft", -1),
+    ("ArrowDown", 1),
     ("ArrowUp", -1),
+    ("PageDown", 1),
     ("PageUp", -1),
+    ("Space", 1),
     ("Backspace", -1),
+    ("Enter", 1),
     ("b", -1),
+    ("o", 1),
+    ("ArrowLeft", -1),
+    ("u", 1),
 ]
 
 # The first and last step a stepper shows (its slider's range).
@@ -126,6 +128,8 @@ def present_keys(page: Any, root: Any, after: Any = None) -> list[str]:
 def answer_quiz(page: Any, root: Any, node_for: Any, tap: bool = False) -> str:
     """Switch the quiz on (a click on its box), ask for the next step (a click on Next), then
     answer with a real click (or a tap) on the node that runs next; returns the verdict."""
+    while step_of(root) < 0:  # the quiz asks about backward steps: past the forward frames
+        click(page, root.query_selector(".gv-next"))
     toggle = root.query_selector(".gv-quiz-toggle")
     if not toggle.is_checked():
         click(page, toggle)
