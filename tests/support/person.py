@@ -29,6 +29,9 @@ MOVES: list[tuple[str, int | str]] = [
 
 # The first and last step a stepper shows (its slider's range).
 RANGE = "(r) => { const s = r.querySelector('.gv-slider'); return [Number(s.min), Number(s.max)]; }"
+UNDER = """([x, y]) => { const e = document.elementFromPoint(x, y);
+  const node = e && e.closest('g.node[id]');
+  return node ? node.id : e && e.outerHTML.slice(0, 120); }"""
 KEY_TABLE = "(r) => { const t = r.querySelector('.gv-keyhelp'); return !!t && !t.hidden; }"
 TEXT_SCALE = "(r) => r.style.getPropertyValue('--gv-text-scale') || '1'"
 
@@ -127,7 +130,8 @@ def present_keys(page: Any, root: Any, after: Any = None) -> list[str]:
 
 def answer_quiz(page: Any, root: Any, node_for: Any, tap: bool = False) -> str:
     """Switch the quiz on (a click on its box), ask for the next step (a click on Next), then
-    answer with a real click (or a tap) on the node that runs next; returns the verdict."""
+    answer with a real click (or a tap) on the node that runs next (and, where the quiz asks
+    for the gradient it sends too, type one and Enter); returns the verdict."""
     while step_of(root) < 0:  # the quiz asks about backward steps: past the forward frames
         click(page, root.query_selector(".gv-next"))
     toggle = root.query_selector(".gv-quiz-toggle")
@@ -139,11 +143,20 @@ def answer_quiz(page: Any, root: Any, node_for: Any, tap: bool = False) -> str:
     asked = step_of(root) + 1
     node = root.query_selector(f'.gv-canvas svg [id="{node_for(asked)}"]')
     assert node is not None, node_for(asked)
+    node.scroll_into_view_if_needed()  # as a person scrolls to what they mean to click
     x, y = centre(node)
+    under = page.evaluate(UNDER, [x, y])
+    assert under == node_for(asked), f"at the node's centre the page shows {under}"
     if tap:
         page.touchscreen.tap(x, y)
     else:
         page.mouse.click(x, y)
-    page.wait_for_function("(r) => r.dataset.quiz !== 'asking'", arg=root, timeout=5000)
+    chosen = root.query_selector(".gv-quiz-choice")
+    if chosen is not None:  # a scalar lesson asks for the gradient too: typed, then Enter
+        assert chosen.get_attribute("id") == node_for(asked)
+        assert root.query_selector(".gv-quiz-number").is_visible()
+        page.keyboard.type("1")
+        page.keyboard.press("Enter")
+    assert root.get_attribute("data-quiz") in ("right", "wrong"), root.get_attribute("data-quiz")
     assert step_of(root) == asked
     return str(root.query_selector(".gv-quiz-verdict").inner_text())
