@@ -37,8 +37,8 @@ export class KeyHelp {
       const row = element("tr", "");
       const cell = element("th", "");
       cell.style.cssText = "text-align: left; padding: 2px 14px 2px 0; white-space: nowrap";
-      for (const key of keys.split(" ")) {
-        cell.append(key === "/" ? document.createTextNode(" / ") : element("kbd", "", key), " ");
+      for (const part of keys.split(" ")) {
+        cell.append(part === "/" ? document.createTextNode(" / ") : element("kbd", "", part), " ");
       }
       row.append(cell, element("td", "", what));
       table.append(row);
