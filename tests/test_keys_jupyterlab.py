@@ -42,6 +42,8 @@ NOTEBOOK_STATE = """() => {
     markdown: cells.filter((c) => c.model.type === 'markdown').length,
   };
 }"""
+IN_NOTEBOOK = """(r) => !r.contains(document.activeElement)
+  && !!document.activeElement.closest('.jp-Notebook')"""
 KERNEL_READY = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   const s = w && w.sessionContext && w.sessionContext.session;
   return !!(s && s.kernel && s.kernel.connectionStatus === 'connected'
@@ -145,10 +147,11 @@ def test_every_key_steps_the_stepper_and_jupyterlab_takes_none(
     other = "(r) => r.closest('.jp-Cell').previousElementSibling.querySelector('.jp-InputPrompt')"
     click(page, root.evaluate_handle(other).as_element())
     page.mouse.move(2, 450)
+    page.wait_for_function(IN_NOTEBOOK, arg=root)
     step = root.get_attribute("data-step")
     before = page.evaluate(NOTEBOOK_STATE)["active"]
-    page.keyboard.press("ArrowUp")
-    assert page.evaluate(NOTEBOOK_STATE)["active"] == before - 1
+    page.keyboard.press("ArrowUp")  # JupyterLab runs a shortcut's command after the key is up
+    page.wait_for_function(f"() => ({NOTEBOOK_STATE})().active === {before - 1}", timeout=10_000)
     assert root.get_attribute("data-step") == step
     page.close()
 

@@ -108,14 +108,30 @@ export function routeKeys(root, handler) {
   root.addEventListener("focusin", take);
   root.addEventListener("pointerdown", take);
   root.addEventListener("keydown", keep);
-  if (keyHandlers.size === 1) window.addEventListener("keydown", dispatchKey, true);
+  if (keyHandlers.size === 1) {
+    window.addEventListener("keydown", dispatchKey, true);
+    document.addEventListener("pointerdown", dropFocus, true);
+  }
   return () => {
     keyHandlers.delete(root);
     root.removeEventListener("keydown", keep);
     if (keyTarget === root) keyTarget = null;
     if (hovered === root) hovered = null;
-    if (!keyHandlers.size) window.removeEventListener("keydown", dispatchKey, true);
+    if (!keyHandlers.size) {
+      window.removeEventListener("keydown", dispatchKey, true);
+      document.removeEventListener("pointerdown", dropFocus, true);
+    }
   };
+}
+// A click outside a stepper that has the focus takes the focus away from it, so that the page
+// can give it to what was clicked: JupyterLab, for one, leaves the focus where it is when it
+// is already inside the notebook (a stepper is, in its output), and the keys would keep
+// stepping after a click on another cell.
+function dropFocus(event) {
+  const focused = document.activeElement;
+  for (const root of keyHandlers.keys()) {
+    if (focused && root.contains(focused) && !root.contains(event.target)) focused.blur();
+  }
 }
 function dispatchKey(event) {
   if (event.defaultPrevented || !isMapped(event)) return;
