@@ -143,9 +143,12 @@ def test_every_key_steps_the_stepper_and_jupyterlab_takes_none(
     page.screenshot(path=str(tmp_path / "keys.png"))
     assert not wrong, "\n".join(wrong)
 
-    # and only then: the pointer away and the focus in the notebook, the keys are JupyterLab's
-    other = "(r) => r.closest('.jp-Cell').previousElementSibling.querySelector('.jp-InputPrompt')"
-    click(page, root.evaluate_handle(other).as_element())
+    # and only then: the pointer away and the focus in the notebook (a click into the cell's
+    # code, Escape to command mode), the keys are JupyterLab's
+    editor = "(r) => r.closest('.jp-Cell').querySelector('.jp-InputArea-editor')"
+    click(page, root.evaluate_handle(editor).as_element())
+    page.wait_for_function("() => !!document.activeElement.closest('.jp-InputArea-editor')")
+    page.keyboard.press("Escape")
     page.mouse.move(2, 450)
     page.wait_for_function(IN_NOTEBOOK, arg=root)
     step = root.get_attribute("data-step")
