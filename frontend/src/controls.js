@@ -11,9 +11,9 @@ export function stepControls(data, start, last, act) {
   const bar = element("div", "gv-toolbar");
   const first = button("« First", "First step (Home)", () => act.first());
   const prev = button("‹ Prev", "Previous step (←)", () => act.prev());
-  const play = button("▶ Play", "Play / pause (space)", () => act.play());
+  const play = button("▶ Play", "Play / pause (p)", () => act.play());
   play.classList.add("gv-play");
-  const next = button("Next ›", "Next step (→)", () => act.next());
+  const next = button("Next ›", "Next step (→, Space)", () => act.next());
   const end = button("Last »", "Last step (End)", () => act.last());
   first.classList.add("gv-first");
   prev.classList.add("gv-prev");

@@ -19,6 +19,7 @@ import { element, followTheme } from "./dom.js";
 import { downloadSvg, stepSvgText } from "./download.js";
 import { drawnRegion } from "./geometry.js";
 import { GradFields } from "./gradfields.js";
+import { KeyHelp } from "./keyhelp.js";
 import { routeKeys, stepAction } from "./keys.js";
 import { Minimap } from "./minimap.js";
 import { ModuleNav } from "./modulenav.js";
@@ -71,6 +72,7 @@ export function mount(el, model, features = {}) {
     next: () => go(current() + 1),
     last: () => go(last),
     play: () => toggle(),
+    help: () => keyHelp.toggle(),
     over: () => go(nav.past(current(), 0, last)),
     out: () => go(nav.past(current(), 1, last)),
     back: () => go(nav.back(current(), start)),
@@ -338,13 +340,16 @@ export function mount(el, model, features = {}) {
     const tag = event.target && event.target.tagName;
     const checkbox = tag === "INPUT" && event.target.type === "checkbox"; // keys still step
     if ((tag === "INPUT" && !checkbox) || tag === "SELECT" || tag === "TEXTAREA") return;
+    if (keyHelp.key(event)) return; // ? shows the key table, ? or Escape hides it
     if (presenter.key(event)) return;
     if (extras.some((x) => x.key(event))) return; // m memory, h health, d first difference
     const action = stepAction(event.key, tag, checkbox);
     if (action === null) return;
     event.preventDefault();
+    if (action !== "help") root.classList.remove("gv-blank"); // a move shows a blanked screen
     act[action]();
   };
+  const keyHelp = new KeyHelp(root);
   cleanups.push(routeKeys(root, onKey));
 
   // -- zoom and pan (a CSS transform only: the layout never changes) --
@@ -389,6 +394,7 @@ export function mount(el, model, features = {}) {
   });
   // A click on a node: go to the step it ran at.
   function jumpTo(nodeElement) {
+    if (quiz.asking !== null) return; // the click answers the quiz's question instead
     const ran = schedule.nodes[nodeElement.id];
     if (ran === null || ran === undefined) return;
     setFollow(true);

@@ -1,5 +1,6 @@
 // The mouse on the graph: Ctrl + wheel zooms about the pointer, a drag pans, a click on a
-// collapsed module expands it and a click on a node goes to the step it ran at.
+// collapsed module expands it and a click on a node goes to the step it ran at (or, while
+// the quiz asks, answers it: the click itself reaches the node).
 
 import { canvasToGraph } from "./camera.js";
 
@@ -28,13 +29,19 @@ export function onPointer(canvas, on) {
     if (event.button !== 0 || !view) return;
     const node = event.target && event.target.closest ? event.target.closest("g.node") : null;
     drag = { x: event.clientX, y: event.clientY, box: { ...view.box }, hit: on.box(event.target), node };
-    canvas.setPointerCapture(event.pointerId);
   });
   canvas.addEventListener("pointermove", (event) => {
     if (!drag) return;
     const moved = Math.abs(event.clientX - drag.x) + Math.abs(event.clientY - drag.y);
     if (moved < CLICK_PX && !drag.panning) return;
-    if (!drag.panning) on.pan();
+    if (!drag.panning) {
+      // captured only once it is a drag: a capture from pointerdown on would send the click
+      // to the canvas instead of the node under the pointer (the quiz listens for that click)
+      if (canvas.hasPointerCapture && !canvas.hasPointerCapture(event.pointerId)) {
+        canvas.setPointerCapture(event.pointerId);
+      }
+      on.pan();
+    }
     drag.panning = true;
     const rect = on.camera.rect();
     const scale = Math.max(drag.box.w / rect.width, drag.box.h / rect.height);

@@ -31,8 +31,9 @@ LOCAL_SCHEMES = ("file:", "data:", "blob:")
 
 
 @contextmanager
-def chromium(profile: Path) -> Iterator[Any]:
-    """A Chromium context with a fresh profile that accepts downloads."""
+def chromium(profile: Path, **options: Any) -> Iterator[Any]:
+    """A Chromium context with a fresh profile that accepts downloads; ``options`` go to
+    Playwright's context (``has_touch=True`` for a touch screen)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -43,6 +44,7 @@ def chromium(profile: Path) -> Iterator[Any]:
             headless=True,
             accept_downloads=True,
             viewport={"width": 1200, "height": 900},
+            **options,
         )
         context.set_default_timeout(LIMIT_MS)
         context.set_default_navigation_timeout(LIMIT_MS)

@@ -23,6 +23,7 @@ KERNEL = "gradviz-browser-test"
 # minutes to start, and a kernel seconds to answer.
 START_LIMIT = 300
 KERNEL_LIMIT = 120
+CHECKOUT = Path(__file__).resolve().parents[2]  # the repository these tests belong to
 
 # Run code in the notebook's kernel from the page and return what it printed.
 KERNEL_EXEC = """async (code) => {
@@ -44,9 +45,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
-    """JupyterLab on 127.0.0.1 with every Jupyter folder temporary and one notebook of
-    ``cells``; yields the notebook's URL."""
+def lab_server(tmp: Path) -> Iterator[tuple[str, Path]]:
+    """JupyterLab on 127.0.0.1 (a free port, a token of its own) with every Jupyter folder
+    temporary and a kernel of this interpreter; yields the URL of ``/lab/tree`` (with the
+    token: add a notebook's path after it) and the folder it serves. Stopped on exit."""
     dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "ws", "root")}
     for folder in dirs.values():
         folder.mkdir(parents=True)
@@ -55,13 +57,6 @@ def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     kernel = {"argv": argv, "display_name": "gradviz", "language": "python"}
     (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    notebook.metadata["kernelspec"] = {
-        "name": KERNEL,
-        "display_name": "gradviz",
-        "language": "python",
-    }
-    nbformat.write(notebook, dirs["root"] / "stepper.ipynb")
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
@@ -71,10 +66,14 @@ def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
         "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
         "JUPYTERLAB_WORKSPACES_DIR": str(dirs["ws"]),
         "JUPYTER_PLATFORM_DIRS": "1",
+        "IPYTHONDIR": str(tmp / "ipython"),
+        # the kernel imports the gradviz under test, not another checkout's installed one
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")])),
     }
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1"]
     command += [f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
-    command += ["--allow-root", "--LabApp.expose_app_in_browser=True"]
+    command += ["--LabApp.expose_app_in_browser=True"]
+    command += ["--allow-root"] if os.geteuid() == 0 else []
     command += [f"--ServerApp.root_dir={dirs['root']}"]
     log = (tmp / "lab.log").open("wb")
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -92,7 +91,7 @@ def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"JupyterLab did not start within {START_LIMIT} s") from None
                 time.sleep(0.1)
-        yield f"{base}/lab/tree/stepper.ipynb?token={token}"
+        yield f"{base}/lab/tree/{{}}?token={token}", dirs["root"]
     finally:
         server.terminate()
         try:
@@ -101,6 +100,25 @@ def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
             server.kill()
             server.wait()
         log.close()
+
+
+def add_notebook(root: Path, name: str, notebook: Any) -> str:
+    """Write ``notebook`` (nbformat) as ``root/name``, set to run in the test's kernel."""
+    notebook.metadata["kernelspec"] = {
+        "name": KERNEL,
+        "display_name": "gradviz",
+        "language": "python",
+    }
+    nbformat.write(notebook, root / name)
+    return name
+
+
+@contextmanager
+def jupyterlab(tmp: Path, cells: Sequence[str]) -> Iterator[str]:
+    """JupyterLab (lab_server) with one notebook of ``cells``; yields the notebook's URL."""
+    with lab_server(tmp) as (url, root):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        yield url.format(add_notebook(root, "stepper.ipynb", notebook))
 
 
 def kernel_sees(page: Any, code: str, expected: str) -> str:

@@ -1,0 +1,162 @@
+"""Acting on a stepper as a person does, in the browser tests: the real keyboard and mouse
+(page.keyboard, page.mouse), never events dispatched by script. Each key of the stepper's one
+key map is pressed and its effect on the stepper checked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The stepping keys and what each does to the step, from the step before (+1, -1), or "first"
+# / "last": forward and back in turn, from the first step, so that a short recording does
+# too. o, u and b step by module: on a graph without modules they step by one.
+MOVES: list[tuple[str, int | str]] = [
+    ("End", "last"),
+    ("Home", "first"),
+    ("ArrowRight", 1),
+    ("ArrowLeft", -1),
+    ("ArrowDown", 1),
+    ("ArrowUp", -1),
+    ("PageDown", 1),
+    ("PageUp", -1),
+    ("Space", 1),
+    ("Backspace", -1),
+    ("Enter", 1),
+    ("b", -1),
+    ("o", 1),
+    ("ArrowLeft", -1),
+    ("u", 1),
+]
+
+# The first and last step a stepper shows (its slider's range).
+RANGE = "(r) => { const s = r.querySelector('.gv-slider'); return [Number(s.min), Number(s.max)]; }"
+UNDER = """([x, y]) => { const e = document.elementFromPoint(x, y);
+  const node = e && e.closest('g.node[id]');
+  return node ? node.id : e && e.outerHTML.slice(0, 120); }"""
+KEY_TABLE = "(r) => { const t = r.querySelector('.gv-keyhelp'); return !!t && !t.hidden; }"
+TEXT_SCALE = "(r) => r.style.getPropertyValue('--gv-text-scale') || '1'"
+
+
+def step_of(root: Any) -> int:
+    return int(root.get_attribute("data-step"))
+
+
+def classes(root: Any) -> str:
+    return str(root.get_attribute("class") or "")
+
+
+def centre(element: Any) -> tuple[float, float]:
+    box = element.bounding_box()
+    assert box is not None and box["width"] > 0, "not on screen"
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def click(page: Any, element: Any) -> None:
+    """A real mouse click on the centre of ``element`` (scrolled into view first)."""
+    element.scroll_into_view_if_needed()
+    page.mouse.click(*centre(element))
+
+
+def press_moves(page: Any, root: Any, where: str, after: Any = None) -> list[str]:
+    """Press every stepping key; returns what went wrong (key, where, expected, seen).
+    ``after()`` runs after each key: the caller's check that nothing else changed."""
+    first, last = page.evaluate(RANGE, root)
+    wrong = []
+    for key, move in MOVES:
+        before = step_of(root)
+        page.keyboard.press(key)
+        expected = first if move == "first" else last if move == "last" else before + int(move)
+        seen = step_of(root)
+        if seen != expected:
+            wrong.append(f"{key} ({where}): step {before} -> {seen}, expected {expected}")
+        if after is not None:
+            problem = after()
+            if problem:
+                wrong.append(f"{key} ({where}): {problem}")
+    return wrong
+
+
+def press_toggles(page: Any, root: Any, where: str) -> list[str]:
+    """c, p, + and -, ? and Escape: each changes what it says, then is undone."""
+    wrong = []
+
+    def check(key: str, read: Any, expect_change: bool = True) -> None:
+        before = read()
+        page.keyboard.press(key)
+        if (read() != before) != expect_change:
+            wrong.append(f"{key} ({where}): {before!r} -> {read()!r}")
+
+    check("c", lambda: root.get_attribute("data-follow"))
+    check("c", lambda: root.get_attribute("data-follow"))
+    check("p", lambda: "gv-playing" in classes(root))
+    check("p", lambda: "gv-playing" in classes(root))
+    check("+", lambda: page.evaluate(TEXT_SCALE, root))
+    check("-", lambda: page.evaluate(TEXT_SCALE, root))
+    check("?", lambda: page.evaluate(KEY_TABLE, root))
+    check("Escape", lambda: page.evaluate(KEY_TABLE, root))
+    check("?", lambda: page.evaluate(KEY_TABLE, root))
+    check("?", lambda: page.evaluate(KEY_TABLE, root))
+    return wrong
+
+
+def present_keys(page: Any, root: Any, after: Any = None) -> list[str]:
+    """f enters presentation mode; every stepping key steps there too; . blanks, Escape shows
+    the screen again, Escape leaves, F enters and f leaves."""
+    wrong = []
+    page.keyboard.press("f")
+    if "gv-present" not in classes(root):
+        return ["f did not enter presentation mode"]
+    wrong += press_moves(page, root, "presenting", after)
+    page.keyboard.press(".")
+    if "gv-blank" not in classes(root):
+        wrong.append(". did not blank the screen")
+    page.keyboard.press("Escape")
+    if "gv-blank" in classes(root) or "gv-present" not in classes(root):
+        wrong.append("Escape did not show the blanked screen (and stay presenting)")
+    page.keyboard.press("?")
+    if not page.evaluate(KEY_TABLE, root):
+        wrong.append("? showed no key table while presenting")
+    page.keyboard.press("Escape")
+    if page.evaluate(KEY_TABLE, root) or "gv-present" not in classes(root):
+        wrong.append("Escape did not close the key table first")
+    page.keyboard.press("Escape")
+    if "gv-present" in classes(root):
+        wrong.append("Escape did not leave presentation mode")
+    page.keyboard.press("F")
+    page.keyboard.press("f")
+    if "gv-present" in classes(root):
+        wrong.append("F then f did not leave presentation mode")
+    return wrong
+
+
+def answer_quiz(page: Any, root: Any, node_for: Any, tap: bool = False) -> str:
+    """Switch the quiz on (a click on its box), ask for the next step (a click on Next), then
+    answer with a real click (or a tap) on the node that runs next (and, where the quiz asks
+    for the gradient it sends too, type one and Enter); returns the verdict."""
+    while step_of(root) < 0:  # the quiz asks about backward steps: past the forward frames
+        click(page, root.query_selector(".gv-next"))
+    toggle = root.query_selector(".gv-quiz-toggle")
+    if not toggle.is_checked():
+        click(page, toggle)
+    assert toggle.is_checked()
+    click(page, root.query_selector(".gv-next"))
+    assert root.get_attribute("data-quiz") == "asking"
+    asked = step_of(root) + 1
+    node = root.query_selector(f'.gv-canvas svg [id="{node_for(asked)}"]')
+    assert node is not None, node_for(asked)
+    node.scroll_into_view_if_needed()  # as a person scrolls to what they mean to click
+    x, y = centre(node)
+    under = page.evaluate(UNDER, [x, y])
+    assert under == node_for(asked), f"at the node's centre the page shows {under}"
+    if tap:
+        page.touchscreen.tap(x, y)
+    else:
+        page.mouse.click(x, y)
+    chosen = root.query_selector(".gv-quiz-choice")
+    if chosen is not None:  # a scalar lesson asks for the gradient too: typed, then Enter
+        assert chosen.get_attribute("id") == node_for(asked)
+        assert root.query_selector(".gv-quiz-number").is_visible()
+        page.keyboard.type("1")
+        page.keyboard.press("Enter")
+    assert root.get_attribute("data-quiz") in ("right", "wrong"), root.get_attribute("data-quiz")
+    assert step_of(root) == asked
+    return str(root.query_selector(".gv-quiz-verdict").inner_text())
