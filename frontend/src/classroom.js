@@ -13,7 +13,7 @@ export function stageHeight(home) {
 }
 
 // Presentation mode: the "Present" button or F; the graph fills the screen with the
-// narration as a large caption; clickers (PageDown/PageUp, arrows, Space) step; B or "."
+// narration as a large caption; clickers (PageDown/PageUp, arrows, Space) step; "."
 // blanks the screen; Escape leaves. Also the text-size control, in every mode.
 const TEXT_SIZES = [1, 1.25, 1.5, 2];
 export class Presenter {
@@ -103,11 +103,7 @@ export class Presenter {
     if (action === "escape") {
       return this.use(event, () => (blank ? this.root.classList.remove("gv-blank") : this.leave()));
     }
-    const move = action;
-    return this.use(event, () => {
-      this.root.classList.remove("gv-blank");
-      this.actions[move]();
-    });
+    return false; // moves are the stepping keys' (keys.js STEP_KEYS), in every mode
   }
 
   use(event, action) {
