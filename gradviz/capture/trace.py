@@ -488,11 +488,12 @@ class _SavedReader:
         with own_ops():  # inside watch(): the summaries are not the user's ops
             torch_node = node.torch_node
             values, freed, in_checkpoint, reentrant = _autograd.read_saved(torch_node)
+            # first: who else holds a value counts references, which the lists below add to
+            for tensor in held_outside(values, self.saved_summaries):
+                self.held.add(_storage_of(tensor)[0])
             # what the graph holds: a value the user's saved_tensors_hooks packed, as packed
             held = [v.packed if type(v) is PackedByHooks else v for _, v in values]
             storages = [_storage_of(v) for v in held if isinstance(v, torch.Tensor)]
-            for tensor in held_outside(values, self.saved_summaries):
-                self.held.add(_storage_of(tensor)[0])
             if in_checkpoint:  # it holds its segment's inputs
                 self.checkpointed.add(node.id)
                 inputs = _autograd.checkpoint_inputs(torch_node)

@@ -48,6 +48,8 @@ def _worth_folding(graph: Graph) -> bool:
     """True when ``fold=True`` would fold repeated blocks of this graph (checked only for
     graphs big enough to need it: see FOLD_HINT_NODES)."""
     low, high = FOLD_HINT_NODES
-    if not low <= len(graph.nodes) <= high:
+    columns = graph.node_columns()  # counted from the walk's columns: no objects built
+    count = len(columns[0]) if columns is not None else len(graph.nodes)
+    if not low <= count <= high:
         return False
     return not fold_with_reason(graph)[1]
