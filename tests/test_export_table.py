@@ -4,10 +4,7 @@ the file whole or not at all; a suffix it cannot be saved as is ``UnsupportedFor
 
 from __future__ import annotations
 
-import builtins
-import errno
 import inspect
-import io
 import typing
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ import typing_extensions
 import gradviz
 from gradviz.errors import InvalidArgument, UnsupportedFormat
 from gradviz.export import files
+from tests.support.full_disk import fill_disk
 
 # what each object saves as: the promise of the docs, stated apart from the table
 SAVES_AS: dict[str, set[str]] = {
@@ -73,40 +71,6 @@ def saveable() -> dict[str, Any]:
     return _make()
 
 
-class _FullDisk:
-    """A file whose disk fills up: the first write gets half its bytes out, then fails."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def write(self, data: Any) -> int:
-        self._stream.write(data[: len(data) // 2])
-        self._stream.flush()
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stream.close()
-
-
-def _fill_disk(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
-    real_open = io.open
-
-    def failing_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        stream = real_open(file, mode, *args, **kwargs)
-        writing = any(flag in mode for flag in "wax+")
-        under = isinstance(file, int) or str(folder) in str(file)
-        return _FullDisk(stream) if writing and under else stream
-
-    monkeypatch.setattr(io, "open", failing_open)
-    monkeypatch.setattr(builtins, "open", failing_open)
-
-
 @pytest.mark.needs_dot
 @pytest.mark.parametrize("suffix", SUFFIXES)
 @pytest.mark.parametrize("name", sorted(SAVES_AS))
@@ -129,7 +93,7 @@ def test_every_saveable_object_saves_every_suffix_whole_or_refuses_it(
     assert type(written) is type(target) and written == target
     first = target.read_bytes()
     assert first
-    _fill_disk(monkeypatch, tmp_path)
+    fill_disk(monkeypatch, tmp_path)
     with pytest.raises(OSError, match="No space"):
         obj.save(target)
     assert target.read_bytes() == first  # the failed save left the old file whole

@@ -4,55 +4,23 @@ temporary file beside it: slides (.pdf, .pptx) and a diff's files go through
 
 from __future__ import annotations
 
-import builtins
-import errno
-import io
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 
 import gradviz
-
-
-class _FullDisk:
-    """A file whose disk fills up: the first write gets half its bytes out, then fails."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def write(self, data: Any) -> int:
-        self._stream.write(data[: len(data) // 2])
-        self._stream.flush()
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stream.close()
+from tests.support.full_disk import fill_disk
 
 
 @pytest.fixture
 def full_disk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], None]:
     """Call it to make every file opened for writing under ``tmp_path`` (by name or, as
     ``os.fdopen`` does, by descriptor) fail half-way through its first write."""
-    real_open = io.open
-
-    def failing_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        stream = real_open(file, mode, *args, **kwargs)
-        writing = any(flag in mode for flag in "wax+")
-        under = isinstance(file, int) or str(tmp_path) in str(file)
-        return _FullDisk(stream) if writing and under else stream
 
     def start() -> None:
-        monkeypatch.setattr(io, "open", failing_open)
-        monkeypatch.setattr(builtins, "open", failing_open)
+        fill_disk(monkeypatch, tmp_path)
 
     return start
 

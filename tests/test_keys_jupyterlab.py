@@ -16,7 +16,15 @@ import pytest
 
 from tests.support.browser import chromium
 from tests.support.jupyterlab import KERNEL_EXEC, add_notebook, lab_server
-from tests.support.person import answer_quiz, click, present_keys, press_moves, press_toggles
+from tests.support.person import (
+    FOCUS_PLACES,
+    answer_quiz,
+    click,
+    focus_on,
+    present_keys,
+    press_moves,
+    press_toggles,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
@@ -119,16 +127,8 @@ def test_every_key_steps_the_stepper_and_jupyterlab_takes_none(
     wrong += press_toggles(page, root, "pointer over it")
 
     # the focus on the stepper itself (a click on its panel), on a button, on its stage
-    for where, target in (
-        ("the stepper", root.query_selector(".gv-panel")),
-        ("its Next button", root.query_selector(".gv-next")),
-        ("its stage", root.query_selector(".gv-stage")),
-    ):
-        if where == "its stage":  # a corner of the stage, away from the nodes
-            box = target.bounding_box()
-            page.mouse.click(box["x"] + 6, box["y"] + 6)
-        else:
-            click(page, target)
+    for where in FOCUS_PLACES:
+        focus_on(page, root, where)
         state = page.evaluate(NOTEBOOK_STATE)
         wrong += press_moves(page, root, where, unchanged(page, state))
         wrong += press_toggles(page, root, where)

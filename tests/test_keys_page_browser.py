@@ -12,7 +12,14 @@ import pytest
 import gradviz
 from gradviz.teaching.lessons import lesson
 from tests.support.browser import chromium, open_local
-from tests.support.person import answer_quiz, click, present_keys, press_moves, press_toggles
+from tests.support.person import (
+    FOCUS_PLACES,
+    answer_quiz,
+    focus_on,
+    present_keys,
+    press_moves,
+    press_toggles,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -38,16 +45,8 @@ def test_every_key_steps_the_stepper_on_the_offline_page(tmp_path: Path) -> None
             return None if now == scroll else f"the page scrolled {scroll} -> {now}"
 
         wrong = press_moves(page, root, "on load", still)
-        for where, target in (
-            ("the stepper", root.query_selector(".gv-panel")),
-            ("its Next button", root.query_selector(".gv-next")),
-            ("its stage", root.query_selector(".gv-stage")),
-        ):
-            if where == "its stage":  # a corner of the stage, away from the nodes
-                box = target.bounding_box()
-                page.mouse.click(box["x"] + 6, box["y"] + 6)
-            else:
-                click(page, target)
+        for where in FOCUS_PLACES:
+            focus_on(page, root, where)
             scroll = page.evaluate(SCROLL)
             wrong += press_moves(page, root, where, still)
             wrong += press_toggles(page, root, where)

@@ -56,6 +56,21 @@ def click(page: Any, element: Any) -> None:
     page.mouse.click(*centre(element))
 
 
+# where a person puts the focus before pressing keys: the panel, a button, the stage
+FOCUS_PLACES = {"the stepper": ".gv-panel", "its Next button": ".gv-next", "its stage": ".gv-stage"}
+
+
+def focus_on(page: Any, root: Any, where: str) -> None:
+    """Click where ``FOCUS_PLACES`` names, as a person does: the stage at a corner, away
+    from the nodes (a click on a node would step)."""
+    target = root.query_selector(FOCUS_PLACES[where])
+    if where == "its stage":
+        box = target.bounding_box()
+        page.mouse.click(box["x"] + 6, box["y"] + 6)
+    else:
+        click(page, target)
+
+
 def press_moves(page: Any, root: Any, where: str, after: Any = None) -> list[str]:
     """Press every stepping key; returns what went wrong (key, where, expected, seen).
     ``after()`` runs after each key: the caller's check that nothing else changed."""
