@@ -88,7 +88,8 @@ def run_lesson(context: Any, url: str, name: str, size: tuple[int, int]) -> tupl
     page = context.new_page()
     page.set_default_timeout(60_000)
     page.set_viewport_size({"width": size[0], "height": size[1]})
-    page.goto(url.format(f"{name}.ipynb"))
+    # a workspace of its own: the server's default one would reopen the lessons before it
+    page.goto(url.format(f"{name}.ipynb").replace("/lab/tree/", f"/lab/workspaces/{name}/tree/"))
     page.wait_for_function(KERNEL_READY)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
