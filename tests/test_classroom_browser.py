@@ -11,6 +11,7 @@ import gradviz
 from gradviz.explain.steps import describe_step
 from gradviz.teaching.lessons import lesson
 from tests.support.browser import chromium, open_local
+from tests.support.person import has_class
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -38,7 +39,7 @@ def test_presentation_mode_fills_the_screen_and_clickers_step(tmp_path: Path) ->
         assert width >= 0.5 * 1600 or height >= 0.6 * 900, (width, height)
 
         page.keyboard.press("f")
-        assert "gv-present" in (root.get_attribute("class") or "")
+        assert has_class(page, root, "gv-present")
         drawn_w, drawn_h = page.evaluate(DRAWN_SIZE, root)
         print("presenting: graph drawn", drawn_w, drawn_h)
         assert drawn_w >= 0.8 * 1600 or drawn_h >= 0.8 * 900, (drawn_w, drawn_h)
@@ -62,7 +63,7 @@ def test_presentation_mode_fills_the_screen_and_clickers_step(tmp_path: Path) ->
         assert "gv-blank" not in (root.get_attribute("class") or "")
         assert root.get_attribute("data-step") == "4"
         page.keyboard.press("Escape")
-        assert "gv-present" not in (root.get_attribute("class") or "")
+        assert has_class(page, root, "gv-present", False)
 
         # First and Last disable themselves (dropping focus); the keys keep working
         root.query_selector(".gv-last").click()
@@ -74,7 +75,7 @@ def test_presentation_mode_fills_the_screen_and_clickers_step(tmp_path: Path) ->
         assert root.get_attribute("data-step") == "1"
         # the Present button and the text-size control
         root.query_selector(".gv-present-btn").click()
-        assert "gv-present" in (root.get_attribute("class") or "")
+        assert has_class(page, root, "gv-present")
         page.keyboard.press("+")
         assert page.evaluate("r => r.style.getPropertyValue('--gv-text-scale')", root) == "1.25"
         page.screenshot(path=str(tmp_path / "present.png"))

@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.browser import ACTIVE, SEED, chromium, readable_steps
 from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
+from tests.support.person import has_class
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
@@ -80,7 +81,7 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         root.query_selector(".gv-stage").click()
         before = int(root.get_attribute("data-step") or 0)
         page.keyboard.press("f")
-        assert "gv-present" in (root.get_attribute("class") or "")
+        assert has_class(page, root, "gv-present")
         page.keyboard.press("PageDown")
         assert root.get_attribute("data-step") == str(before + 1)
         # a real model does not fit readably on the screen: the camera keeps following
@@ -89,7 +90,7 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         assert where["textPx"] >= 12 - 1e-6, where
         page.screenshot(path=str(tmp_path / "present.png"))
         page.keyboard.press("Escape")
-        assert "gv-present" not in (root.get_attribute("class") or "")
+        assert has_class(page, root, "gv-present", False)
         expected = str(before + 1)
         assert kernel_sees(page, "print(stepper.step)", expected) == expected
     if errors:  # JupyterLab's own errors are shown, not failed on; ours come from a blob:

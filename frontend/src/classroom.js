@@ -40,8 +40,15 @@ export class Presenter {
     tools.append(sizeBox);
     root.querySelector(".gv-toolbar").append(this.button);
     this.onResize = () => actions.fit();
+    // Full screen changes arrive late, after the keys that asked for them: leave only when
+    // this presentation's own full screen ends (the browser's Escape), never on the end of
+    // an earlier one, and give back a full screen that arrives after the user has left.
+    this.fullscreenOwned = false;
     this.onFullscreen = () => {
-      if (!document.fullscreenElement && this.presenting()) this.leave();
+      const mine = document.fullscreenElement === this.root;
+      if (mine && !this.presenting()) this.exitFullscreen();
+      else if (mine) this.fullscreenOwned = true;
+      else if (!document.fullscreenElement && this.presenting() && this.fullscreenOwned) this.leave();
     };
     document.addEventListener("fullscreenchange", this.onFullscreen);
   }
@@ -61,6 +68,7 @@ export class Presenter {
     activate(this.root);
     window.addEventListener("resize", this.onResize);
     // real full screen where allowed (needs a user gesture); the fixed stage works without
+    this.fullscreenOwned = document.fullscreenElement === this.root;
     if (this.root.requestFullscreen && !document.fullscreenElement) {
       this.root.requestFullscreen().catch(() => {});
     }
@@ -70,11 +78,16 @@ export class Presenter {
   leave() {
     if (!this.presenting()) return;
     this.root.classList.remove("gv-present", "gv-blank");
+    this.fullscreenOwned = false;
     window.removeEventListener("resize", this.onResize);
+    this.exitFullscreen();
+    this.actions.fit();
+  }
+
+  exitFullscreen() {
     if (document.fullscreenElement === this.root && document.exitFullscreen) {
       document.exitFullscreen().catch(() => {});
     }
-    this.actions.fit();
   }
 
   toggle() {

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 # The stepping keys and what each does to the step, from the step before (+1, -1), or "first"
 # / "last": forward and back in turn, from the first step, so that a short recording does
 # too. o, u and b step by module: on a graph without modules they step by one.
@@ -113,33 +115,57 @@ def press_toggles(page: Any, root: Any, where: str) -> list[str]:
     return wrong
 
 
+def has_class(page: Any, root: Any, name: str, present: bool = True) -> bool:
+    """Whether ``root`` comes to have (or, with ``present=False``, to lack) the class ``name``
+    within a bound: full screen, which presentation mode asks for, changes after the key."""
+    try:
+        page.wait_for_function(
+            "([r, name, present]) => r.classList.contains(name) === present",
+            arg=[root, name, present],
+            timeout=10_000,
+        )
+    except PlaywrightTimeout:  # the state never came
+        return False
+    return True
+
+
 def present_keys(page: Any, root: Any, after: Any = None) -> list[str]:
     """f enters presentation mode; every stepping key steps there too; . blanks, Escape shows
     the screen again, Escape leaves, F enters and f leaves."""
     wrong = []
     page.keyboard.press("f")
-    if "gv-present" not in classes(root):
+    if not has_class(page, root, "gv-present"):
         return ["f did not enter presentation mode"]
     wrong += press_moves(page, root, "presenting", after)
     page.keyboard.press(".")
-    if "gv-blank" not in classes(root):
+    if not has_class(page, root, "gv-blank"):
         wrong.append(". did not blank the screen")
     page.keyboard.press("Escape")
-    if "gv-blank" in classes(root) or "gv-present" not in classes(root):
+    if not has_class(page, root, "gv-blank", False) or not has_class(page, root, "gv-present"):
         wrong.append("Escape did not show the blanked screen (and stay presenting)")
     page.keyboard.press("?")
     if not page.evaluate(KEY_TABLE, root):
         wrong.append("? showed no key table while presenting")
     page.keyboard.press("Escape")
-    if page.evaluate(KEY_TABLE, root) or "gv-present" not in classes(root):
+    if page.evaluate(KEY_TABLE, root) or not has_class(page, root, "gv-present"):
         wrong.append("Escape did not close the key table first")
     page.keyboard.press("Escape")
-    if "gv-present" in classes(root):
+    if not has_class(page, root, "gv-present", False):
         wrong.append("Escape did not leave presentation mode")
     page.keyboard.press("F")
+    if not has_class(page, root, "gv-present"):
+        wrong.append("F did not enter presentation mode")
     page.keyboard.press("f")
-    if "gv-present" in classes(root):
+    if not has_class(page, root, "gv-present", False):
         wrong.append("F then f did not leave presentation mode")
+    # the full screen F asked for arrives after f has left: it is given back, and a late
+    # change of full screen does not bring presentation mode back
+    try:
+        page.wait_for_function("() => !document.fullscreenElement", timeout=10_000)
+    except PlaywrightTimeout:
+        wrong.append("the full screen stayed after presentation mode was left")
+    if "gv-present" in classes(root):
+        wrong.append("presentation mode came back after it was left")
     return wrong
 
 
