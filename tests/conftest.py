@@ -6,8 +6,10 @@ where ``make test`` installs both, it fails them instead.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import pytest
 from gradviz.render.backend import dot_available
 
 GOLDEN = Path(__file__).parent / "golden"
+KERNEL_NAME = "gradviz-tests"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,3 +75,24 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     with chromium(tmp_path_factory.mktemp("profile")) as context:
         yield context
+
+
+@pytest.fixture(scope="session")
+def kernel_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A kernelspec for this interpreter, found through JUPYTER_PATH (searched first)."""
+    data_dir = tmp_path_factory.mktemp("jupyter-data")
+    spec_dir = data_dir / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "gradviz tests",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(data_dir))
+        patch.setenv("JUPYTER_PLATFORM_DIRS", "1")  # no deprecation warning from jupyter_core
+        # connection files and IPython's history stay out of the user's home
+        patch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path_factory.mktemp("jupyter-runtime")))
+        patch.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+        yield KERNEL_NAME

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from test_notebooks import kernel_name  # noqa: F401  # a kernelspec for this interpreter
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -24,7 +23,7 @@ recording"""
 
 
 @pytest.fixture(scope="module")
-def executed(kernel_name: str) -> object:  # noqa: F811
+def executed(kernel_name: str) -> object:
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
     client = nbclient.NotebookClient(notebook, timeout=180, kernel_name=kernel_name)
     client.execute()  # stores the widget state in the notebook's metadata, as Lab can

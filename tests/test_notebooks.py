@@ -9,9 +9,6 @@ the machine or the user have installed play no part.
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -20,34 +17,12 @@ from nbclient import NotebookClient
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-KERNEL_NAME = "gradviz-tests"
 CELL_TIMEOUT = 120  # seconds per cell; each notebook takes a few seconds in all
 CHECK = "## Check against PyTorch"
 
 
 def _ids(paths: list[Path]) -> list[str]:
     return [path.stem for path in paths]
-
-
-@pytest.fixture(scope="session")
-def kernel_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A kernelspec for this interpreter, found through JUPYTER_PATH (searched first)."""
-    data_dir = tmp_path_factory.mktemp("jupyter-data")
-    spec_dir = data_dir / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "gradviz tests",
-        "language": "python",
-    }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JUPYTER_PATH", str(data_dir))
-        patch.setenv("JUPYTER_PLATFORM_DIRS", "1")  # no deprecation warning from jupyter_core
-        # connection files and IPython's history stay out of the user's home
-        patch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path_factory.mktemp("jupyter-runtime")))
-        patch.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        yield KERNEL_NAME
 
 
 def test_every_lesson_has_a_notebook() -> None:

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import torch
-from test_notebooks import kernel_name  # noqa: F401  # a kernelspec for this interpreter
 
 import gradviz
 from gradviz.capture.watch import _ACTIVE
@@ -203,7 +202,7 @@ def test_a_loop_inside_a_function_names_each_value_too() -> None:
 
 
 @pytest.mark.slow
-def test_a_real_notebook_names_what_its_cells_assign(kernel_name: str) -> None:  # noqa: F811
+def test_a_real_notebook_names_what_its_cells_assign(kernel_name: str) -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     cells = [
