@@ -69,7 +69,7 @@ from gradviz.stepper.filmstrip import filmstrip_html
 from gradviz.stepper.optpage import step_html
 
 if TYPE_CHECKING:
-    from gradviz.stepper.widget import Stepper
+    from gradviz.stepper.explore import Explorer
 
 __all__ = [
     "Graph",
@@ -562,7 +562,7 @@ def watch_training(
     )
 
 
-def explore(fn: Callable[..., torch.Tensor], /, **leaves: Any) -> Stepper:
+def explore(fn: Callable[..., torch.Tensor], /, **leaves: Any) -> Explorer:
     """The stepper over ``fn``'s backward pass, with a field for each leaf: an edit runs
     ``fn`` again with real PyTorch, records it, and shows the new numbers at the same step.
 

@@ -14,6 +14,8 @@ import torch
 import gradviz
 from gradviz.errors import InvalidArgument, InvalidInput
 from gradviz.stepper.explore import CHANGED, KERNEL_NOTE, Explorer
+from gradviz.stepper.page import static_html
+from gradviz.stepper.relabel import same_layout
 from gradviz.teaching.lessons import lesson, ten_ops
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -211,6 +213,7 @@ def test_the_saved_page_says_editing_needs_a_kernel_and_has_no_fields(tmp_path: 
     page = explorer.recording.save(tmp_path / "explored.html").read_text(encoding="utf-8")
     assert "editing the leaves needs a running kernel" in page
     assert "gv-leaf-field" not in page  # the page's bundle has no leaves panel
+    assert KERNEL_NOTE in static_html(explorer.recording)  # an exported notebook's picture
     plain = gradviz.record(smooth(torch.tensor(0.5, requires_grad=True), torch.tensor(1.5)))
     plain_page = plain.save(tmp_path / "plain.html").read_text(encoding="utf-8")
     assert "running kernel" not in plain_page
@@ -221,3 +224,14 @@ def test_only_the_widget_bundle_ships_the_leaves_panel() -> None:
     assert "gv-leaf-field" in (ASSETS / "stepper-widget.js").read_text(encoding="utf-8")
     for page in ASSETS.glob("stepper-page*.js"):
         assert "gv-leaf-field" not in page.read_text(encoding="utf-8"), page.name
+
+
+def test_same_layout_takes_new_texts_only_when_they_match_one_to_one() -> None:
+    old = '<g id="p_n0"><path d="M1,2"/><text x="1">5</text></g>'
+    old += '<g id="p_e"><text x="3">1</text></g>'
+    new = '<g id="p_n0"><path d="M9,9"/><text x="7">12.5</text></g>'
+    new += '<g id="p_e"><text x="8">2</text></g>'
+    kept = same_layout(old, new)
+    assert kept == old.replace(">5<", ">12.5<").replace(">1<", ">2<")
+    assert same_layout(old, new.replace('id="p_e"', 'id="p_f"')) is None
+    assert same_layout(old, new + '<g id="p_x"><text>3</text></g>') is None
