@@ -187,6 +187,10 @@ def test_small_tensor_leaves_edit_per_element_big_ones_are_shown_not_edited() ->
     assert torch.equal(torch.tensor(got["w"], dtype=torch.float64), expected[0].reshape(-1))
     assert torch.equal(torch.tensor(got["big"]), expected[1])
     assert w.tolist() == [[1.0, 2.0], [3.0, 4.0]]  # the user's tensor is not changed
+    with pytest.raises(InvalidArgument, match="the editable leaves are"):
+        explorer.set(big=[0.0] * 20)
+    with pytest.raises(InvalidArgument, match="w has 4 elements, given 2"):
+        explorer.set(w=[1.0, 2.0])
 
 
 @pytest.mark.parametrize(

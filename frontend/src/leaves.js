@@ -76,6 +76,7 @@ export class Leaves {
   build() {
     const head = element("div", "gv-leaves-head", "leaves: edit a value, Enter runs your function again");
     this.notice = element("p", "gv-leaves-notice");
+    this.timing = element("span", "gv-leaves-timing");
     this.rows.clear();
     const rows = [];
     for (const leaf of this.leaves()) {
@@ -87,6 +88,7 @@ export class Leaves {
       }
       leaf.values.forEach((value, index) => rows.push(this.row(leaf, index, value)));
     }
+    head.append(" ", this.timing);
     this.el.replaceChildren(head, ...rows, this.notice);
     this.fill();
   }
@@ -178,6 +180,7 @@ export class Leaves {
       return;
     }
     this.sent += 1;
+    this.started = performance.now();
     this.el.dataset.busy = "true";
     this.model.set("values", values);
     this.model.save_changes();
@@ -186,7 +189,15 @@ export class Leaves {
   // The kernel handled an edit (a new recording, or a notice that fn failed): the edit that
   // waited goes now.
   answered() {
+    const ours = this.sent > 0; // not an edit made from Python (explorer.set)
     this.sent = Math.max(0, this.sent - 1);
+    // from the edit to the frame that shows it (the kernel's run, the messages, the redraw)
+    const started = this.started;
+    if (ours) requestAnimationFrame(() => {
+      const took = Math.round(performance.now() - started);
+      this.el.dataset.editMs = String(took);
+      this.timing.textContent = `shown ${took} ms after the edit`;
+    });
     const waiting = this.later;
     this.later = null;
     if (waiting) this.send(waiting);

@@ -22,9 +22,13 @@ export function widgetRender(features) {
     const host = document.createElement("div");
     el.append(panel.el, host);
     let unmount = mount(host, model, features);
+    // the same layout (no notice): the camera stays where the person had put it
     const again = () => {
+      const stepper = host.querySelector(".gv-stepper");
+      const box = stepper && stepper.dataset.follow === "off" ? cameraBox(stepper) : null;
       unmount();
-      unmount = mount(host, model, features);
+      const kept = box && !model.get("notice") ? { ...features, camera: box } : features;
+      unmount = mount(host, model, kept);
     };
     model.on("change:revision", again);
     return () => {
@@ -34,4 +38,10 @@ export function widgetRender(features) {
       host.remove();
     };
   };
+}
+
+// The box a stepper's camera shows (its data-camera, in SVG units), or null.
+function cameraBox(stepper) {
+  const [x, y, w, h] = String(stepper.dataset.camera || "").split(" ").map(Number);
+  return [x, y, w, h].every(Number.isFinite) && w > 0 && h > 0 ? { x, y, w, h } : null;
 }

@@ -16,6 +16,7 @@ from typing import Any
 import traitlets
 
 from gradviz.capture.leaves import LeafFacts
+from gradviz.errors import InvalidArgument
 from gradviz.escape import wire_safe
 from gradviz.model.recording import Recording
 from gradviz.stepper.page import chosen_views, layout_view, stepper_payload
@@ -34,6 +35,7 @@ KERNEL_NOTE = (
 LEAVES_CSS = """
 .gv-leaves{font:13px sans-serif;margin:0 0 6px;display:flex;flex-direction:column;gap:3px}
 .gv-leaves-head{font-weight:600}
+.gv-leaves-timing{font-weight:400;opacity:.6}
 .gv-leaf{display:flex;flex-wrap:wrap;align-items:center;gap:8px}
 .gv-leaf-name{min-width:3em;font-family:monospace}
 .gv-leaf-field{width:8em}
@@ -79,6 +81,17 @@ class Explorer(Stepper):
         given = {
             n: [float(v)] if isinstance(v, int | float) else list(v) for n, v in leaves.items()
         }
+        for name, elements in given.items():
+            if name not in self.values:
+                raise InvalidArgument(
+                    f"set({name}=...): the editable leaves are {sorted(self.values)} "
+                    "(a leaf of more than 8 elements is shown, not edited)"
+                )
+            if len(elements) != len(self.values[name]):
+                raise InvalidArgument(
+                    f"set({name}=...): {name} has {len(self.values[name])} elements, "
+                    f"given {len(elements)}; give them flat, in order"
+                )
         self.values = {**self.values, **given}
 
     def _facts(self, facts: list[LeafFacts]) -> None:
