@@ -239,3 +239,11 @@ def test_same_layout_takes_new_texts_only_when_they_match_one_to_one() -> None:
     assert kept == old.replace(">5<", ">12.5<").replace(">1<", ">2<")
     assert same_layout(old, new.replace('id="p_e"', 'id="p_f"')) is None
     assert same_layout(old, new + '<g id="p_x"><text>3</text></g>') is None
+
+
+def test_the_kernel_answers_the_panels_hello_so_its_fields_turn_on(monkeypatch) -> None:
+    explorer = gradviz.explore(smooth, a=0.5, b=1.5)
+    sent: list[object] = []
+    monkeypatch.setattr(explorer, "send", sent.append)
+    explorer._on_message(explorer, {"type": "explore-hello"})
+    assert sent == [{"type": "explore-alive"}]

@@ -62,7 +62,9 @@ def test_typing_a_leaf_value_redraws_the_gradient_pytorch_computes(tmp_path: Pat
         page.set_viewport_size({"width": 1400, "height": 900})
         page.set_default_timeout(180_000)
         run_all_cells(page, url)
-        field = page.wait_for_selector('.gv-leaves .gv-leaf-field[data-leaf="c"]')
+        # the fields turn on once the kernel answers (an exported page has none to answer)
+        field = page.wait_for_selector('.gv-leaves[data-live] .gv-leaf-field[data-leaf="c"]')
+        assert field.is_enabled()
         root = page.wait_for_selector(".gv-stepper .gv-canvas svg").evaluate_handle(
             "(svg) => svg.closest('.gv-stepper')"
         )

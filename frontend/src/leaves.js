@@ -2,6 +2,8 @@
 // page): a number field per element of each small leaf, a slider for a scalar one, and
 // beside each element autograd's gradient and a float64 finite difference. An edit sets the
 // model's `values`; the kernel runs the user's function again and sends the new recording.
+// The fields stay disabled until the kernel answers a hello: a notebook exported with its
+// widget state draws the panel with no kernel behind it, and says so instead of pretending.
 
 import { element } from "./dom.js";
 
@@ -55,13 +57,29 @@ export class Leaves {
     this.el.addEventListener("keydown", (event) => event.stopPropagation()); // typed, not shortcuts
     this.onLeaves = () => this.fill();
     this.onAnswer = () => this.answered();
+    this.live = false;
+    this.onMessage = (content) => content && content.type === "explore-alive" && this.goLive();
+    model.on("msg:custom", this.onMessage);
     model.on("change:leaves", this.onLeaves);
     model.on("change:notice", this.onLeaves);
     model.on("change:answered", this.onAnswer);
     this.build();
+    try {
+      model.send({ type: "explore-hello" });
+    } catch {
+      // no kernel to send to: the fields stay disabled
+    }
+  }
+
+  goLive() {
+    this.live = true;
+    this.el.dataset.live = "true";
+    for (const input of this.el.querySelectorAll("input")) input.disabled = false;
+    this.fill();
   }
 
   close() {
+    this.model.off("msg:custom", this.onMessage);
     this.model.off("change:leaves", this.onLeaves);
     this.model.off("change:notice", this.onLeaves);
     this.model.off("change:answered", this.onAnswer);
@@ -100,6 +118,7 @@ export class Leaves {
     field.type = "number";
     field.step = "any";
     field.className = "gv-leaf-field";
+    field.disabled = !this.live;
     field.dataset.leaf = leaf.name;
     field.dataset.index = String(index);
     field.setAttribute("aria-label", `value of ${label.textContent}`);
@@ -114,6 +133,7 @@ export class Leaves {
       slider = document.createElement("input");
       slider.type = "range";
       slider.className = "gv-leaf-slider";
+      slider.disabled = !this.live;
       const range = sliderRange(value);
       slider.min = String(range.min);
       slider.max = String(range.max);
@@ -154,7 +174,8 @@ export class Leaves {
         parts.check.classList.toggle("gv-leaf-bad", leaf.agree[index] === false);
       });
     }
-    const notice = String(this.model.get("notice") || "");
+    const waiting = "editing the leaves needs a running kernel: waiting for it to answer";
+    const notice = this.live ? String(this.model.get("notice") || "") : waiting;
     this.notice.textContent = notice;
     this.notice.hidden = !notice;
   }

@@ -76,6 +76,13 @@ class Explorer(Stepper):
         self._facts(facts)
         self.observe(self._edited, names="values")
 
+    def _on_message(self, widget: Any, content: Any, buffers: Any = None) -> None:
+        """The leaves panel's hello: answering it enables its fields (no kernel, no answer)."""
+        if isinstance(content, dict) and content.get("type") == "explore-hello":
+            self.send({"type": "explore-alive"})
+            return
+        super()._on_message(widget, content, buffers)
+
     def set(self, **leaves: float | Sequence[float]) -> None:
         """Give leaves new values, as the browser's fields do: ``explorer.set(a=3.0)``."""
         given = {
