@@ -59,9 +59,8 @@ class Explorer(Stepper):
 
     _css = Stepper._css + LEAVES_CSS
 
-    leaves: traitlets.List[dict[str, Any]] = traitlets.List().tag(
-        sync=True
-    )  # LeafFacts.to_dict() per leaf
+    # per leaf, LeafFacts.to_dict(): its values, gradients and finite differences
+    leaves: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     values = traitlets.Dict().tag(sync=True)  # editable leaf -> its elements, flat
     notice = traitlets.Unicode("").tag(sync=True)
     revision = traitlets.Int(0).tag(sync=True)  # bumped once a new recording is shown
