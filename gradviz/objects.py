@@ -9,10 +9,10 @@ docs/architecture.md ("Composing the public objects").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 from typing_extensions import Unpack
@@ -28,6 +28,7 @@ from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import training as _training_capture
 from gradviz.capture import watch as _watch
+from gradviz.capture.leaves import LeafFacts, check_function, leaf_facts, leaf_tensors, run_loss
 from gradviz.capture.nograd import check_tensor, gradient_facts
 from gradviz.capture.order import predict_order, predicted_order
 from gradviz.capture.record import (
@@ -67,6 +68,9 @@ from gradviz.stepper.display import notebook_bundle
 from gradviz.stepper.filmstrip import filmstrip_html
 from gradviz.stepper.optpage import step_html
 
+if TYPE_CHECKING:
+    from gradviz.stepper.explore import Explorer
+
 __all__ = [
     "Graph",
     "Recording",
@@ -74,6 +78,7 @@ __all__ = [
     "TrainingRun",
     "TrainingWatch",
     "Watch",
+    "explore",
     "record",
     "record_grad",
     "record_step",
@@ -555,3 +560,36 @@ def watch_training(
         edges=edges,
         keep=keep,
     )
+
+
+def explore(fn: Callable[..., torch.Tensor], /, **leaves: Any) -> Explorer:
+    """The stepper over ``fn``'s backward pass, with a field for each leaf: an edit runs
+    ``fn`` again with real PyTorch, records it, and shows the new numbers at the same step.
+
+    ``fn`` takes the leaves as keyword arguments and returns the loss, a tensor of one
+    element computed from them with autograd on. Each leaf is a number (``a=2.0``: a 0-dim
+    tensor of the default dtype), a list of numbers, or a floating tensor (copied; yours is
+    never changed), and ``fn`` gets it as a fresh tensor that requires grad. A leaf of up to
+    8 elements gets a field per element and a float64 central difference per element beside
+    its gradient; a bigger one is shown, not editable. Editing needs a running kernel: a
+    saved page (``explorer.recording.save("x.html")``) says so.
+    """
+    from gradviz.stepper.explore import Explorer
+
+    check_function(fn, list(leaves))
+    given = leaf_tensors(leaves)
+
+    def run(values: Mapping[str, Sequence[float]]) -> tuple[Recording, list[LeafFacts]]:
+        tensors = {}
+        for name, first in given.items():
+            if name in values:
+                made = torch.tensor(list(values[name]), dtype=first.dtype).reshape(first.shape)
+            else:
+                made = first.detach().clone()
+            tensors[name] = made.requires_grad_(True)
+        loss = run_loss(fn, tensors)
+        recording = record(loss, names=tensors)
+        return recording, leaf_facts(fn, tensors)
+
+    recording, facts = run({})
+    return Explorer(run, recording, facts)

@@ -37,7 +37,9 @@ let mounted = 0;
 // Mount a stepper into `el`; returns a function that unmounts it. `features`: what this
 // build ships beyond the core: `split` (lazy/lazysvg.js: big views parsed lazily) and
 // `overlays`, functions make(ctx) that return parts with update(view, index, panelRows) and
-// key(event), or null where the data has none (overlays/explain.js).
+// key(event), or null where the data has none (overlays/explain.js); `camera`, a box
+// {x, y, w, h} the camera opens on, not following (a stepper mounted again on the same
+// layout keeps where the person had zoomed and panned).
 export function mount(el, model, features = {}) {
   const split = features.split || null;
   const overlays = features.overlays || [];
@@ -423,6 +425,10 @@ export function mount(el, model, features = {}) {
 
   setFollow(true);
   showView(model.get("view") || "backward");
+  if (features.camera && view) {
+    setFollow(false);
+    camera.set({ ...features.camera });
+  }
   exposeState(root, () => view, current);
   return () => {
     for (const undo of cleanups) undo();

@@ -208,6 +208,8 @@ class Recording:
         self.input_nodes = input_nodes
         # whether the backward kept the saved tensors (retain_graph=True, or create_graph)
         self.graph_retained = False
+        # a line its pages show beside the replay (gradviz.explore: editing needs a kernel)
+        self.page_note = ""
         self._by_node = {step.node_id: step for step in steps}
 
     # -- lookups -------------------------------------------------------------------------

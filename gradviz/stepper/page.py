@@ -636,6 +636,7 @@ def _page(
         f"<style>body{{margin:12px;background:Canvas;color:CanvasText}}\n{css}</style>\n"
         "</head>\n<body>\n"
         f'<h1 style="font:600 16px sans-serif">{html.escape(name)}</h1>\n'
+        f"{_note_html(recording)}"
         f'<script class="gv-damaged-check">{CHECK_SCRIPT}</script>\n'
         f"<script {attributes}>{text}</script>\n"
         f"<noscript>{fallback}</noscript>\n"
@@ -644,6 +645,14 @@ def _page(
         f"{END_MARKER}"
         "</body>\n</html>\n"
     )
+
+
+def _note_html(recording: Recording) -> str:
+    """The recording's page note (``Recording.page_note``) as a line of its own, or nothing."""
+    note = recording.page_note
+    if not note:
+        return ""
+    return f'<p class="gv-page-note" style="font:13px sans-serif">{html.escape(note)}</p>\n'
 
 
 def static_svg(payload: dict[str, Any]) -> str:
@@ -663,5 +672,5 @@ def static_html(recording: Recording, **options: Any) -> str:
     )
     return (
         f'<div class="gv-static"><div>{static_svg(payload)}</div>'
-        f'<div style="font:12px sans-serif;opacity:.7">{caption}</div></div>'
+        f'<div style="font:12px sans-serif;opacity:.7">{caption}</div>{_note_html(recording)}</div>'
     )

@@ -18,7 +18,7 @@ import torch
 if TYPE_CHECKING:
     from gradviz.objects import Recording, Watch
 
-__all__ = ["LESSONS", "Built", "Lesson", "lesson"]
+__all__ = ["LESSONS", "Built", "Lesson", "lesson", "ten_ops"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,18 @@ def _ten_ops() -> Built:
     names = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "g": g, "h": h, "i": i, "j": j}
     names["k"] = k
     return Built((k,), names)
+
+
+def ten_ops(c: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """The ten-op lesson as a function of its two leaves on the graph (a, b, d and f are the
+    constants 2 there, c = a * b = 4): ``gradviz.explore(ten_ops, c=4.0, h=2.0)`` edits it."""
+    d = torch.tensor(2.0, dtype=c.dtype)
+    f = torch.tensor(2.0, dtype=c.dtype)
+    e = c * d
+    g = f * e
+    i = g / h
+    j = i + h
+    return j * i
 
 
 def _accumulate() -> Built:

@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
+from explore_bench import explore_line, measure_explore  # noqa: E402
 from workloads import TrainingWorkload, Workload, build, training_workloads  # noqa: E402
 
 import gradviz  # noqa: E402
@@ -708,6 +709,9 @@ def main(argv: list[str] | None = None) -> int:
             )
     if training:
         print(training_lines(training))
+    explore = measure_explore(max(10, args.repeat)) if args.only == "all" else None
+    if explore is not None:
+        print(explore_line(explore))
     print()
     print(backend_table(rows))
     fresh = first_svg_in_a_fresh_process()
@@ -759,6 +763,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rows": rows,
                 "cold_start": cold,
                 "training": training,
+                "explore": explore,
                 "fresh_process": fresh,
                 "targets": checks,
                 "replay": replay,
