@@ -35,6 +35,7 @@ from gradviz.capture.ondemand import settle_values
 from gradviz.capture.optstep import StepWatcher, leaf_grads
 from gradviz.capture.watch import _ACTIVE
 from gradviz.errors import BackwardFailed, GradvizError, GraphFreed, NotOnGraph
+from gradviz.model.public import as_public
 from gradviz.objects import OptimizerStep, Recording, Watch
 
 __all__ = ["Capture", "names_in", "params_in"]
@@ -172,9 +173,7 @@ class Capture:
         watcher = self._stepping
         if watcher is not None and watcher.optimizer is optimizer and self.recording is not None:
             self._forget_step()
-            made = watcher.finish(self.recording)
-            made.__class__ = OptimizerStep
-            self.optimizer_step = made  # type: ignore[assignment]
+            self.optimizer_step = as_public(watcher.finish(self.recording), OptimizerStep)
         if self._resume:
             self._resume = False
             self._open_watch()
