@@ -23,7 +23,7 @@ from gradviz.analysis import inplace as _inplace
 from gradviz.analysis.breakpoints import find_steps
 from gradviz.analysis.diff import diff_recordings
 from gradviz.analysis.health import gradient_health
-from gradviz.analysis.memory import MemoryTimeline, saved_memory
+from gradviz.analysis.memory import saved_memory
 from gradviz.analysis.recorded import analyse_failure, analyse_recording
 from gradviz.capture import optstep as _optstep
 from gradviz.capture import record as _record
@@ -46,8 +46,6 @@ from gradviz.model.public import as_public, register_public
 from gradviz.render.export import graph_dot, graph_svg
 from gradviz.render.options import RenderKeywords
 from gradviz.replay.frames import (
-    ForwardFrame,
-    Frame,
     forward_frame,
     make_frame,
     make_frames,
@@ -82,13 +80,9 @@ class Graph(_graph.Graph):
         """Node ids in the order autograd's engine will run them (predicted, not run)."""
         return predict_order(self, None if only is None else set(only))
 
-    def to_dot(self, **options: Unpack[RenderKeywords]) -> str:
-        """The graph as Graphviz DOT text."""
-        return graph_dot(self, **options)
-
-    def svg(self, **options: Unpack[RenderKeywords]) -> str:
-        """The graph laid out by Graphviz ``dot``, as SVG text."""
-        return graph_svg(self, **options)
+    # functions of the layers below as methods: each signature and docstring is theirs
+    to_dot = graph_dot
+    svg = graph_svg
 
     def save(
         self, path: str | Path, *, dpi: float | None = None, **options: Unpack[RenderKeywords]
@@ -118,9 +112,8 @@ class Recording(_recording.Recording):
 
     graph: Graph
 
-    def predicted_order(self) -> list[str]:
-        """The order predicted from the graph alone, before any backward ran."""
-        return predicted_order(self)
+    # functions of the layers below as methods: each signature and docstring is theirs
+    predicted_order = predicted_order
 
     def diff(self, other: _recording.Recording) -> RecordingDiff:
         """Compare with another recording on one layout: nodes only in one of them, and
@@ -132,25 +125,10 @@ class Recording(_recording.Recording):
             )
         return as_public(diff_recordings(self, other), RecordingDiff)
 
-    def memory(self) -> MemoryTimeline:
-        """The bytes each node's saved tensors hold, freed as backward passes them, with
-        the running total (saved + gradients in flight + .grad) and its peak per step;
-        ``explain_second_backward()`` says why a second backward fails."""
-        return saved_memory(self)
-
-    def frame(self, step: int) -> Frame:
-        """The state after backward step ``step`` (0: the seed gradient entering the roots,
-        ``len(recording)``: the last step); forward steps (-F..-1): ``forward_frame``."""
-        return make_frame(self, step)
-
-    def frames(self) -> list[Frame]:
-        """Every backward frame, 0 (the seed) to N."""
-        return make_frames(self)
-
-    def forward_frame(self, step: int) -> ForwardFrame:
-        """Under ``watch()``: the replay at forward step ``step`` (-F..-1): ``-F`` once the
-        first forward op has run, ``-1`` once the last has."""
-        return forward_frame(self, step)
+    memory = saved_memory
+    frame = make_frame
+    frames = make_frames
+    forward_frame = forward_frame
 
     def svg(
         self, step: int | None = None, health: bool = False, **options: Unpack[RenderKeywords]

@@ -42,7 +42,8 @@ def test_each_registered_overlay_has_its_front_end_module_and_no_other_has_one()
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_front_end_build_reads_the_same_registry() -> None:
-    script = 'import("./frontend/build.mjs").then(m => console.log(JSON.stringify(m.overlayKeys())))'
+    keys = "m => console.log(JSON.stringify(m.overlayKeys()))"
+    script = f'import("./frontend/build.mjs").then({keys})'
     done = subprocess.run(
         ["node", "-e", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )

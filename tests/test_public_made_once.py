@@ -15,6 +15,11 @@ import gradviz
 from gradviz.analysis.breakpoints import find_steps
 from gradviz.analysis.diff import diff_recordings
 from gradviz.analysis.health import gradient_health
+from gradviz.analysis.memory import saved_memory
+from gradviz.capture.order import predicted_order
+from gradviz.render.export import graph_dot, graph_svg
+from gradviz.replay.forwardframes import forward_frame
+from gradviz.replay.frames import make_frame, make_frames
 
 PACKAGE = Path(gradviz.__file__).parent
 capture_trace = importlib.import_module("gradviz.capture.trace")
@@ -86,6 +91,13 @@ def test_entry_points_are_the_capture_functions_themselves() -> None:
         (gradviz.Watch.trace, capture_watch.Watch.trace),  # inherited: the public classes
         (gradviz.Watch.record, capture_watch.Watch.record),
         (gradviz.Recording.find, find_steps),
+        (gradviz.Recording.frame, make_frame),
+        (gradviz.Recording.frames, make_frames),
+        (gradviz.Recording.forward_frame, forward_frame),
+        (gradviz.Recording.memory, saved_memory),
+        (gradviz.Recording.predicted_order, predicted_order),
+        (gradviz.Graph.to_dot, graph_dot),
+        (gradviz.Graph.svg, graph_svg),
     ]
     for public, made in pairs:
         assert inspect.unwrap(public) is made, public

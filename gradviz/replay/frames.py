@@ -115,13 +115,17 @@ def _check_step(recording: Recording, index: int) -> None:
         raise IndexError(f"step {index} does not exist: this recording has {steps_text(recording)}")
 
 
-def make_frame(recording: Recording, index: int) -> Frame:
+def make_frame(recording: Recording, step: int) -> Frame:
+    """The state after backward step ``step`` (0: the seed gradient entering the roots,
+    ``len(recording)``: the last step); forward steps (-F..-1): ``forward_frame``
+    (``Recording.frame`` is this function)."""
+    index = step
     _check_index(recording, index)
     graph = recording.graph
     ran = recording.steps[:index]
-    done = tuple(step.node_id for step in ran[:-1]) if index else ()
+    done = tuple(ran_step.node_id for ran_step in ran[:-1]) if index else ()
     active = ran[-1].node_id if index else None
-    ran_ids = {step.node_id for step in ran}
+    ran_ids = {ran_step.node_id for ran_step in ran}
     not_run = tuple(recording.not_run)
     pending = tuple(n.id for n in graph.nodes if n.id not in ran_ids and n.id not in not_run)
     edge_grads: dict[str, str] = {}
@@ -131,16 +135,16 @@ def make_frame(recording: Recording, index: int) -> Frame:
         if t.role is Role.LEAF
     }
     retained: dict[str, str] = {}
-    for step in ran:
-        for edge in graph.out_edges(step.node_id):
-            value = step.grad_inputs[edge.slot] if step.grad_inputs else None
+    for ran_step in ran:
+        for edge in graph.out_edges(ran_step.node_id):
+            value = ran_step.grad_inputs[edge.slot] if ran_step.grad_inputs else None
             if value is not None:
                 edge_grads[edge.key] = value_text(value)
-        if step.leaf_grad_after is not None:
-            for record in graph.tensors_at(step.node_id):
+        if ran_step.leaf_grad_after is not None:
+            for record in graph.tensors_at(ran_step.node_id):
                 if record.role is Role.LEAF:
-                    leaf_grads[record.id] = value_text(step.leaf_grad_after)
-        for tensor_id, value in step.retained.items():
+                    leaf_grads[record.id] = value_text(ran_step.leaf_grad_after)
+        for tensor_id, value in ran_step.retained.items():
             retained[tensor_id] = value_text(value)
     return Frame(
         index=index,
@@ -156,6 +160,7 @@ def make_frame(recording: Recording, index: int) -> Frame:
 
 
 def make_frames(recording: Recording) -> list[Frame]:
+    """Every backward frame, 0 (the seed) to N (``Recording.frames`` is this function)."""
     return [make_frame(recording, i) for i in range(len(recording.steps) + 1)]
 
 
