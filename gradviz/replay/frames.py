@@ -30,6 +30,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Unpack
+
 from gradviz.analysis.breakpoints import breakpoint_data
 from gradviz.explain.lookup import narrating
 from gradviz.explain.steps import describe_step, narrate
@@ -37,7 +39,7 @@ from gradviz.model.recording import Recording, short_text, value_text
 from gradviz.model.values import Role
 from gradviz.render.backend import layout_plan, run_dot
 from gradviz.render.layered import estimate
-from gradviz.render.options import RenderOptions
+from gradviz.render.options import RenderKeywords, RenderOptions
 from gradviz.render.sidebyside import side_by_side_svg
 from gradviz.render.theme import Theme
 from gradviz.replay.folded import fold_schedule
@@ -396,14 +398,16 @@ _LAYOUTS: weakref.WeakKeyDictionary[Recording, dict[str, tuple[SvgTemplate, dict
 )
 
 
-def replay_layout(recording: Recording, **options: Any) -> tuple[SvgTemplate, RenderOptions]:
+def replay_layout(
+    recording: Recording, **options: Unpack[RenderKeywords]
+) -> tuple[SvgTemplate, RenderOptions]:
     """Lay the replay out once per set of options (cached on the recording)."""
     template, render_options, _ = _layout(recording, **options)
     return template, render_options
 
 
 def _layout(
-    recording: Recording, **options: Any
+    recording: Recording, **options: Unpack[RenderKeywords]
 ) -> tuple[SvgTemplate, RenderOptions, dict[str, int]]:
     """The cached layout, its options, and when each element appears (``_born``)."""
     render_options = replay_options(recording, **options)
@@ -451,7 +455,7 @@ def beyond_dot(recording: Recording, view_options: dict[str, Any]) -> bool:
     return any(layout_plan(cost) == "layered" and not cost.flat for cost in costs)
 
 
-def step_svg(recording: Recording, index: int, **options: Any) -> str:
+def step_svg(recording: Recording, index: int, **options: Unpack[RenderKeywords]) -> str:
     """One step as a standalone SVG; negative steps are forward frames (under ``watch()``)."""
     _check_step(recording, index)
     template, render_options, born = _layout(recording, **options)
@@ -471,7 +475,9 @@ def step_svg(recording: Recording, index: int, **options: Any) -> str:
     return template.render(classes_at(schedule, index, view), css)
 
 
-def step_files(recording: Recording, **options: Any) -> Iterator[tuple[str, str]]:
+def step_files(
+    recording: Recording, **options: Unpack[RenderKeywords]
+) -> Iterator[tuple[str, str]]:
     """``step-000.svg`` (the seed) to ``step-N.svg``; under ``watch()`` first
     ``forward-001.svg`` to ``forward-F.svg``, one per forward op, in the stepper's order:
     each file's name and SVG, for ``gradviz.export`` to write."""
@@ -540,7 +546,7 @@ def replay_data(
 
 
 def replay_born(
-    recording: Recording, views: Sequence[str], **options: Any
+    recording: Recording, views: Sequence[str], **options: Unpack[RenderKeywords]
 ) -> dict[str, dict[str, int]]:
     """Per view (any name ``view_options`` knows), when each element appears during the
     forward frames (empty without them)."""
