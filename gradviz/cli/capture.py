@@ -30,9 +30,11 @@ from torch.optim.optimizer import (
     register_optimizer_step_post_hook,
     register_optimizer_step_pre_hook,
 )
+from typing_extensions import Unpack
 
 from gradviz.capture.ondemand import settle_values
 from gradviz.capture.optstep import StepWatcher, leaf_grads
+from gradviz.capture.record import RecordKeywords
 from gradviz.capture.watch import _ACTIVE
 from gradviz.errors import BackwardFailed, GradvizError, GraphFreed, NotOnGraph
 from gradviz.model.public import as_public
@@ -255,7 +257,7 @@ class Capture:
         roots: tuple[torch.Tensor, ...],
         original: Any,
         plain: tuple[Any, ...],
-        **options: Any,
+        **options: Unpack[RecordKeywords],
     ) -> None:
         from gradviz.objects import record
 
