@@ -18,6 +18,34 @@ export const BUNDLES = {
   "filmstrip.js": "filmstrip.js",
 };
 
+// The overlays' registry, "gradviz:overlays": [key, class] for each key of
+// gradviz/replay/overlays.py's OVERLAYS, in its order, the class being the default export of
+// frontend/src/overlays/<key>.js (the data key names the module: one place registers both).
+export function overlayKeys() {
+  const source = readFileSync(join(ROOT, "gradviz", "replay", "overlays.py"), "utf8");
+  const block = source.match(/^OVERLAYS = \(\n([\s\S]*?)^\)/m);
+  const keys = block ? [...block[1].matchAll(/^ {4}Overlay\("([a-z_]+)"/gm)].map((m) => m[1]) : [];
+  if (!keys.length) throw new Error("gradviz/replay/overlays.py: no OVERLAYS = (Overlay(\"key\"), ...) found");
+  return keys;
+}
+
+const overlayRegistry = {
+  name: "gradviz-overlays",
+  setup(build) {
+    build.onResolve({ filter: /^gradviz:overlays$/ }, () => ({ path: "overlays", namespace: "gradviz" }));
+    build.onLoad({ filter: /.*/, namespace: "gradviz" }, () => {
+      const keys = overlayKeys();
+      const imports = keys.map((key, i) => `import overlay${i} from "./${key}.js";`);
+      const entries = keys.map((key, i) => `[${JSON.stringify(key)}, overlay${i}]`);
+      return {
+        contents: `${imports.join("\n")}\nexport default [${entries.join(", ")}];\n`,
+        resolveDir: join(ROOT, "frontend", "src", "overlays"),
+        loader: "js",
+      };
+    });
+  },
+};
+
 // One bundle's text. The page inlines it in a <script>: it must not close it or open a comment.
 async function bundle(entry) {
   const result = await build({
@@ -30,6 +58,7 @@ async function bundle(entry) {
     charset: "utf8",
     write: false,
     logLevel: "silent",
+    plugins: [overlayRegistry],
   });
   const text = result.outputFiles[0].text;
   const lowered = text.toLowerCase();
@@ -55,4 +84,5 @@ async function main(check) {
   }
 }
 
-await main(process.argv.includes("--check"));
+// run as a script (imported, e.g. for overlayKeys, it writes nothing)
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main(process.argv.includes("--check"));

@@ -3,16 +3,18 @@
 ``gradviz.model`` holds the data classes and knows nothing of how they are drawn; this
 module, on top of every layer, subclasses them with the convenience methods users call
 (``graph.svg()``, ``recording.frame(i)``, ``recording.save("r.html")``). ``trace``,
-``record``, ``record_grad`` and ``watch`` return these public classes. See
+``record``, ``record_grad`` and ``watch`` return these public classes: each is registered
+(``gradviz.model.public``) so that capture builds it directly, and the entry points are the
+capture functions themselves, with the analyses run on what they made. See
 docs/architecture.md ("Composing the public objects").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import torch
 from typing_extensions import Unpack
@@ -21,7 +23,7 @@ from gradviz.analysis import inplace as _inplace
 from gradviz.analysis.breakpoints import find_steps
 from gradviz.analysis.diff import diff_recordings
 from gradviz.analysis.health import gradient_health
-from gradviz.analysis.memory import MemoryTimeline, saved_memory
+from gradviz.analysis.memory import saved_memory
 from gradviz.analysis.recorded import analyse_failure, analyse_recording
 from gradviz.capture import optstep as _optstep
 from gradviz.capture import record as _record
@@ -31,14 +33,7 @@ from gradviz.capture import watch as _watch
 from gradviz.capture.leaves import LeafFacts, check_function, leaf_facts, leaf_tensors, run_loss
 from gradviz.capture.nograd import check_tensor, gradient_facts
 from gradviz.capture.order import predict_order, predicted_order
-from gradviz.capture.record import (
-    MEMORY_BUDGET,
-    InputTensors,
-    Keep,
-    RecordKeywords,
-    TensorOrTensors,
-)
-from gradviz.capture.trace import Params
+from gradviz.capture.record import Keep
 from gradviz.errors import BackwardFailed, GradvizError, InvalidArgument
 from gradviz.explain import nograd as _nograd
 from gradviz.explain.optstep import describe_step
@@ -48,22 +43,15 @@ from gradviz.model import graph as _graph
 from gradviz.model import optstep as _optstep_data
 from gradviz.model import recording as _recording
 from gradviz.model import training as _training
+from gradviz.model.public import as_public, register_public
 from gradviz.render.export import graph_dot, graph_svg
 from gradviz.render.options import RenderKeywords
 from gradviz.replay.frames import (
-    ForwardFrame,
-    Frame,
     forward_frame,
     make_frame,
     make_frames,
 )
-from gradviz.reports import (
-    GradientHealth,
-    InplaceReport,
-    NoGradReport,
-    RecordingDiff,
-    public_report,
-)
+from gradviz.reports import GradientHealth, InplaceReport, NoGradReport, RecordingDiff
 from gradviz.stepper.display import notebook_bundle
 from gradviz.stepper.filmstrip import filmstrip_html
 from gradviz.stepper.optpage import step_html
@@ -89,6 +77,7 @@ __all__ = [
 ]
 
 
+@register_public
 class Graph(_graph.Graph):
     """A traced backward graph (``gradviz.model.graph.Graph``) that draws itself."""
 
@@ -96,13 +85,9 @@ class Graph(_graph.Graph):
         """Node ids in the order autograd's engine will run them (predicted, not run)."""
         return predict_order(self, None if only is None else set(only))
 
-    def to_dot(self, **options: Unpack[RenderKeywords]) -> str:
-        """The graph as Graphviz DOT text."""
-        return graph_dot(self, **options)
-
-    def svg(self, **options: Unpack[RenderKeywords]) -> str:
-        """The graph laid out by Graphviz ``dot``, as SVG text."""
-        return graph_svg(self, **options)
+    # functions of the layers below as methods: each signature and docstring is theirs
+    to_dot = graph_dot
+    svg = graph_svg
 
     def save(
         self, path: str | Path, *, dpi: float | None = None, **options: Unpack[RenderKeywords]
@@ -121,6 +106,7 @@ class Graph(_graph.Graph):
         return bundle
 
 
+@register_public
 class Recording(_recording.Recording):
     """A recorded backward pass (``gradviz.model.recording.Recording``) that replays itself.
 
@@ -131,9 +117,8 @@ class Recording(_recording.Recording):
 
     graph: Graph
 
-    def predicted_order(self) -> list[str]:
-        """The order predicted from the graph alone, before any backward ran."""
-        return predicted_order(self)
+    # functions of the layers below as methods: each signature and docstring is theirs
+    predicted_order = predicted_order
 
     def diff(self, other: _recording.Recording) -> RecordingDiff:
         """Compare with another recording on one layout: nodes only in one of them, and
@@ -143,27 +128,12 @@ class Recording(_recording.Recording):
             raise GradvizError(
                 f"diff() compares two recordings, not a {type(other).__name__}: rec_a.diff(rec_b)"
             )
-        return public_report(diff_recordings(self, other))
+        return as_public(diff_recordings(self, other), RecordingDiff)
 
-    def memory(self) -> MemoryTimeline:
-        """The bytes each node's saved tensors hold, freed as backward passes them, with
-        the running total (saved + gradients in flight + .grad) and its peak per step;
-        ``explain_second_backward()`` says why a second backward fails."""
-        return saved_memory(self)
-
-    def frame(self, step: int) -> Frame:
-        """The state after backward step ``step`` (0: the seed gradient entering the roots,
-        ``len(recording)``: the last step); forward steps (-F..-1): ``forward_frame``."""
-        return make_frame(self, step)
-
-    def frames(self) -> list[Frame]:
-        """Every backward frame, 0 (the seed) to N."""
-        return make_frames(self)
-
-    def forward_frame(self, step: int) -> ForwardFrame:
-        """Under ``watch()``: the replay at forward step ``step`` (-F..-1): ``-F`` once the
-        first forward op has run, ``-1`` once the last has."""
-        return forward_frame(self, step)
+    memory = saved_memory
+    frame = make_frame
+    frames = make_frames
+    forward_frame = forward_frame
 
     def svg(
         self, step: int | None = None, health: bool = False, **options: Unpack[RenderKeywords]
@@ -176,34 +146,9 @@ class Recording(_recording.Recording):
     def health(self, vanishing_below: float = 1e-6, exploding_above: float = 1e3) -> GradientHealth:
         """log10‖g‖ of every edge's gradient with its band, and per-module parameter
         gradient norms (named parameters: ``params=model`` or ``watch(model)``)."""
-        return public_report(gradient_health(self, vanishing_below, exploding_above))
+        return as_public(gradient_health(self, vanishing_below, exploding_above), GradientHealth)
 
-    def find(
-        self,
-        *,
-        nonfinite: bool = False,
-        norm_above: float | None = None,
-        norm_below: float | None = None,
-        module: str | None = None,
-        type: str | None = None,
-        start: int = 1,
-    ) -> list[_recording.Step]:
-        """Breakpoints: the steps from ``start`` on (inclusive; 1..N), in the engine's
-        order, that meet every condition given. ``nonfinite=True``: a gradient it received
-        or sent is NaN or Inf; ``norm_above=`` / ``norm_below=``: one's L2 norm is above /
-        below the number; ``module="encoder.layer.3"``: its node was made in that module or
-        a submodule (under ``gradviz.watch(model)``); ``type="MulBackward0"``: its node's
-        type. ``rec.find(nonfinite=True)[0]`` is the first NaN or Inf;
-        ``rec.find(module=m, start=s + 1)`` the next step in ``m`` after step ``s``."""
-        return find_steps(
-            self,
-            nonfinite=nonfinite,
-            norm_above=norm_above,
-            norm_below=norm_below,
-            module=module,
-            type=type,
-            start=start,
-        )
+    find = find_steps
 
     def save_steps(self, folder: str | Path, **options: Unpack[RenderKeywords]) -> list[Path]:
         """One SVG per frame (``step-000.svg`` ...; under ``watch()`` first ``forward-001.svg``
@@ -226,145 +171,66 @@ class Recording(_recording.Recording):
         return notebook_bundle(self)
 
 
-# -- the capture functions, returning the public classes ----------------------------------
-_Data = TypeVar("_Data", _graph.Graph, _recording.Recording)
+# -- the capture functions, with the analyses run on what they made --------------------
+_Params = ParamSpec("_Params")
+_Made = TypeVar("_Made")
+_Public = TypeVar("_Public")
+_Grads = TypeVar("_Grads")
 
 
-def _public(data: _Data) -> Any:
-    """Give a captured graph or recording its public class, in place (same object, same
-    data: the public classes add methods only, no state)."""
-    if isinstance(data, _recording.Recording):
-        data.__class__ = Recording
-        _public(data.graph)
-    else:
-        data.__class__ = Graph
-    return data
+def _recording_in(made: object) -> _recording.Recording:
+    """The recording a capture function made: itself, the last of a tuple, or a step's."""
+    if isinstance(made, tuple):
+        made = made[-1]
+    if isinstance(made, _optstep_data.OptimizerStep):
+        made = made.recording
+    return as_public(made, _recording.Recording)
 
 
-@contextmanager
-def _failures_made_public() -> Iterator[None]:
-    """A failed backward's recording, like a successful one's, has the public class."""
-    try:
-        yield
-    except BackwardFailed as error:
-        _public_failure(error)
-        raise
+def _analysed(capture: Callable[_Params, _Made]) -> Callable[_Params, _Made]:
+    """``capture`` (its own signature and docstring) with ``analysis.recorded`` run on the
+    recording it made once the backward has finished, or on a failed backward's partial
+    recording (``BackwardFailed.recording``) before the error goes on."""
+
+    @functools.wraps(capture)
+    def analysed(*args: _Params.args, **kwargs: _Params.kwargs) -> _Made:
+        try:
+            made = capture(*args, **kwargs)
+        except BackwardFailed as failed:
+            analyse_failure(failed)
+            raise
+        analyse_recording(_recording_in(made))
+        return made
+
+    return analysed
 
 
-def _public_failure(error: BackwardFailed) -> None:
-    """A failed backward's partial recording is analysed and public too
-    (``error.recording.svg()``)."""
-    analyse_failure(error)
-    if isinstance(error.recording, _recording.Recording):
-        _public(error.recording)
+def _handing_out(
+    capture: Callable[_Params, object], _: type[_Public]
+) -> Callable[_Params, _Public]:
+    """``capture`` typed as returning the public class it builds (``model.public``)."""
+    return cast("Callable[_Params, _Public]", capture)
 
 
-def _recorded(made: _recording.Recording) -> Recording:
-    """A finished capture, analysed (the layer above capture runs the analyses), public."""
-    analyse_recording(made)
-    result: Recording = _public(made)
-    return result
+def _grads_and_public(
+    capture: Callable[_Params, tuple[_Grads, _recording.Recording]],
+) -> Callable[_Params, tuple[_Grads, Recording]]:
+    """``record_grad`` typed as returning the public ``Recording`` it builds."""
+    return cast("Callable[_Params, tuple[_Grads, Recording]]", capture)
 
 
-def trace(
-    *roots: torch.Tensor,
-    params: Params | None = None,
-    names: Mapping[str, torch.Tensor] | None = None,
-) -> Graph:
-    result: Graph = _public(_trace.trace(*roots, params=params, names=names))
-    return result
+trace = _handing_out(_trace.trace, Graph)
+record = _handing_out(_analysed(_record.record), Recording)
+record_grad = _grads_and_public(_analysed(_record.record_grad))
 
 
-trace.__doc__ = _trace.trace.__doc__
-
-
-def record(
-    *roots: torch.Tensor,
-    gradient: TensorOrTensors | None = None,
-    inputs: InputTensors | None = None,
-    retain_graph: bool | None = None,
-    create_graph: bool = False,
-    keep: Keep = "auto",
-    names: Mapping[str, torch.Tensor] | None = None,
-    params: Params | None = None,
-    memory_budget: int | None = MEMORY_BUDGET,
-) -> Recording:
-    with _failures_made_public():
-        made = _record.record(
-            *roots,
-            gradient=gradient,
-            inputs=inputs,
-            retain_graph=retain_graph,
-            create_graph=create_graph,
-            keep=keep,
-            names=names,
-            params=params,
-            memory_budget=memory_budget,
-        )
-    return _recorded(made)
-
-
-record.__doc__ = _record.record.__doc__
-
-
-def record_grad(
-    outputs: TensorOrTensors,
-    inputs: InputTensors,
-    grad_outputs: TensorOrTensors | None = None,
-    retain_graph: bool | None = None,
-    create_graph: bool = False,
-    allow_unused: bool = False,
-    keep: Keep = "auto",
-    names: Mapping[str, torch.Tensor] | None = None,
-    params: Params | None = None,
-    memory_budget: int | None = MEMORY_BUDGET,
-) -> tuple[tuple[torch.Tensor | None, ...], Recording]:
-    with _failures_made_public():
-        grads, made = _record.record_grad(
-            outputs,
-            inputs,
-            grad_outputs=grad_outputs,
-            retain_graph=retain_graph,
-            create_graph=create_graph,
-            allow_unused=allow_unused,
-            keep=keep,
-            names=names,
-            params=params,
-            memory_budget=memory_budget,
-        )
-    return grads, _recorded(made)
-
-
-record_grad.__doc__ = _record.record_grad.__doc__
-
-
-class Watch(_watch.Watch):
+@register_public
+class Watch(_watch.Watch[Graph, Recording]):
     """The context manager ``gradviz.watch()`` returns (``gradviz.capture.watch``); its
-    ``trace`` and ``record`` return the public ``Graph`` and ``Recording``."""
+    ``trace`` and ``record`` return the public ``Graph`` and ``Recording``, and ``record``
+    runs the analyses on what it made."""
 
-    def __enter__(self) -> Watch:
-        super().__enter__()
-        return self
-
-    def trace(
-        self,
-        *roots: torch.Tensor,
-        params: Params | None = None,
-        names: Mapping[str, torch.Tensor] | None = None,
-    ) -> Graph:
-        result: Graph = _public(super().trace(*roots, params=params, names=names))
-        return result
-
-    def record(
-        self,
-        *roots: torch.Tensor,
-        names: Mapping[str, torch.Tensor] | None = None,
-        params: Params | None = None,
-        **options: Unpack[RecordKeywords],
-    ) -> Recording:
-        with _failures_made_public():
-            made = super().record(*roots, names=names, params=params, **options)
-        return _recorded(made)
+    record = _analysed(_watch.Watch[Graph, Recording].record)
 
     def why_no_grad(self, tensor: torch.Tensor, root: torch.Tensor) -> NoGradReport:
         """Why ``tensor.grad`` is None after ``root.backward()``, with the line that caused
@@ -378,7 +244,9 @@ class Watch(_watch.Watch):
         graph = self.trace(root, names=names)
         facts = gradient_facts(graph, tensor, root, label, forward_id, root_forward_id)
         root_label = _nograd.forward_label(self.forward, root_forward_id, "the root")
-        return public_report(_nograd.explain_no_grad(graph, facts, root_label, graph.forward))
+        return as_public(
+            _nograd.explain_no_grad(graph, facts, root_label, graph.forward), NoGradReport
+        )
 
 
 def why_no_grad(tensor: torch.Tensor, root: torch.Tensor, name: str | None = None) -> NoGradReport:
@@ -393,9 +261,10 @@ def why_no_grad(tensor: torch.Tensor, root: torch.Tensor, name: str | None = Non
     label = name or "tensor"
     graph = trace(root, names={label: tensor} if tensor.requires_grad else None)
     facts = gradient_facts(graph, tensor, root, label)
-    return public_report(_nograd.explain_no_grad(graph, facts, "root"))
+    return as_public(_nograd.explain_no_grad(graph, facts, "root"), NoGradReport)
 
 
+@register_public
 class OptimizerStep(_optstep_data.OptimizerStep):
     """A recorded backward and the ``optimizer.step()`` after it; ``str()`` explains it."""
 
@@ -428,35 +297,8 @@ class OptimizerStep(_optstep_data.OptimizerStep):
         return files.save(self, path, options)
 
 
-def record_step(
-    optimizer: torch.optim.Optimizer,
-    loss: torch.Tensor,
-    names: Mapping[str, torch.Tensor] | None = None,
-    params: torch.nn.Module | None = None,
-    closure: Callable[[], Any] | None = None,
-    **options: Unpack[RecordKeywords],
-) -> OptimizerStep:
-    with _failures_made_public():
-        made = _optstep.record_step(
-            optimizer, loss, names=names, params=params, closure=closure, **options
-        )
-    _recorded(made.recording)
-    made.__class__ = OptimizerStep
-    result: OptimizerStep = made  # type: ignore[assignment]
-    return result
-
-
-record_step.__doc__ = _optstep.record_step.__doc__
-
-Watch.trace.__doc__ = _watch.Watch.trace.__doc__
-Watch.record.__doc__ = _watch.Watch.record.__doc__
-
-
-def watch(model: torch.nn.Module | None = None, names: Mapping[str, Any] | None = None) -> Watch:
-    return Watch(model=model, names=names)
-
-
-watch.__doc__ = _watch.watch.__doc__
+record_step = _handing_out(_analysed(_optstep.record_step), OptimizerStep)
+watch = _handing_out(_watch.watch, Watch)
 
 
 def explain_inplace(source: Any) -> InplaceReport:
@@ -472,10 +314,11 @@ def explain_inplace(source: Any) -> InplaceReport:
                 "backward: run the forward pass inside `with gradviz.watch() as w:` and call "
                 "backward after the block (or pass w.record(root)'s BackwardFailed)"
             )
-        source = seen_by.trace(*roots)
-    return public_report(_inplace.explain_inplace(source))
+        source = as_public(seen_by, Watch).trace(*roots)
+    return as_public(_inplace.explain_inplace(source), InplaceReport)
 
 
+@register_public
 class TrainingRun(_training.TrainingRun):
     """A training run kept by ``watch_training`` (``gradviz.model.training.TrainingRun``)
     that saves itself: ``save("training.html")`` writes the film strip page."""
@@ -487,8 +330,7 @@ class TrainingRun(_training.TrainingRun):
                 f"training step {step} was not recorded in full; recorded: "
                 f"{sorted(self.recordings) or 'none'} (watch_training(..., keep_steps=[{step}]))"
             )
-        result: Recording = _public(self.recordings[step])
-        return result
+        return as_public(self.recordings[step], Recording)
 
     def html(
         self,
@@ -517,12 +359,10 @@ class TrainingWatch(_training_capture.TrainingWatch):
     public ``TrainingRun``."""
 
     def __enter__(self) -> TrainingRun:
-        run = super().__enter__()
-        run.__class__ = TrainingRun
-        return cast(TrainingRun, run)
+        return as_public(super().__enter__(), TrainingRun)
 
     def enter_at_step(self) -> TrainingRun:
-        return cast(TrainingRun, super().enter_at_step())  # __enter__ made it public
+        return as_public(super().enter_at_step(), TrainingRun)
 
 
 def watch_training(

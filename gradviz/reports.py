@@ -2,14 +2,13 @@
 that draw themselves (``gradviz.render.reports``) and save like every other object
 (``gradviz.export``: ``save(path, **options) -> Path``).
 
-``gradviz.objects`` hands them out; each is the analysis's own object given its public
-class in place (``public_report``), as ``trace``'s graphs are.
+``gradviz.objects`` hands them out; each class is registered (``gradviz.model.public``), so
+the analyses build the public report directly, as capture builds ``trace``'s graphs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import overload
 
 from typing_extensions import Unpack
 
@@ -19,15 +18,17 @@ from gradviz.analysis import inplace as _inplace
 from gradviz.analysis import nograd as _nograd
 from gradviz.export import files
 from gradviz.export.keywords import PageKeywords, SaveKeywords
+from gradviz.model.public import register_public
 from gradviz.render import reports as _draw
 from gradviz.render.export import graph_dot, graph_svg
 from gradviz.render.options import RenderKeywords
 from gradviz.render.theme import Theme
 from gradviz.stepper.diffpage import diff_html
 
-__all__ = ["GradientHealth", "InplaceReport", "NoGradReport", "RecordingDiff", "public_report"]
+__all__ = ["GradientHealth", "InplaceReport", "NoGradReport", "RecordingDiff"]
 
 
+@register_public
 class RecordingDiff(_diff.RecordingDiff):
     """A ``RecordingDiff`` that draws itself; its page steps: ``html()`` and
     ``save("diff.html")`` replay recording A on the union layout with both runs' gradients
@@ -60,6 +61,7 @@ class RecordingDiff(_diff.RecordingDiff):
         return files.save(self, path, options)
 
 
+@register_public
 class InplaceReport(_inplace.InplaceReport):
     """An ``InplaceReport`` drawn on the watched combined view, the node, the tensor and
     the in-place op marked."""
@@ -76,6 +78,7 @@ class InplaceReport(_inplace.InplaceReport):
         return files.save(self, path, options)
 
 
+@register_public
 class NoGradReport(_nograd.NoGradReport):
     """A ``NoGradReport`` drawn with its cause marked."""
 
@@ -91,6 +94,7 @@ class NoGradReport(_nograd.NoGradReport):
         return files.save(self, path, options)
 
 
+@register_public
 class GradientHealth(_health.GradientHealth):
     """A ``GradientHealth`` that maps its bands to the edges' widths and colours."""
 
@@ -99,30 +103,3 @@ class GradientHealth(_health.GradientHealth):
         recording's range; vanishing and zero in the theme's node colour, exploding and
         non-finite in its highlight colour."""
         return _draw.health_edge_styles(self, theme)
-
-
-_PUBLIC: dict[type, type] = {
-    _diff.RecordingDiff: RecordingDiff,
-    _inplace.InplaceReport: InplaceReport,
-    _nograd.NoGradReport: NoGradReport,
-    _health.GradientHealth: GradientHealth,
-}
-
-
-@overload
-def public_report(report: _diff.RecordingDiff) -> RecordingDiff: ...
-@overload
-def public_report(report: _inplace.InplaceReport) -> InplaceReport: ...
-@overload
-def public_report(report: _nograd.NoGradReport) -> NoGradReport: ...
-@overload
-def public_report(report: _health.GradientHealth) -> GradientHealth: ...
-
-
-def public_report(report: object) -> object:
-    """Give an analysis's report its public class, in place (same object, same data: the
-    public classes add methods only)."""
-    public = _PUBLIC.get(type(report))
-    if public is not None:
-        report.__class__ = public
-    return report

@@ -14,7 +14,7 @@ import torch
 
 import gradviz
 from gradviz.model.recording import Recording
-from gradviz.stepper import page as page_module
+from gradviz.replay import overlays
 from gradviz.stepper.page import (
     asset_text,
     compact_css,
@@ -77,7 +77,7 @@ def test_page_is_self_contained(tmp_path: Path) -> None:
     state = json.loads(_data_script(page))
     assert state["step"] == 0 and state["data"]["count"] == len(recording) + 1
     assert set(state["svgs"]) == {"backward", "combined"}
-    explained = bool(page_module.EXPLAINED & set(state["data"]))
+    explained = overlays.explained(state["data"])
     assert page_script(lazy=False, explain=explained) in page
     assert compact_css(asset_text("stepper.css")) in page
 

@@ -46,11 +46,14 @@ def find_steps(
     type: str | None = None,
     start: int = 1,
 ) -> list[Step]:
-    """The steps, in the engine's order from step ``start`` on (inclusive), that meet every
-    condition given: ``nonfinite`` (a NaN or Inf gradient received or sent), ``norm_above``
-    / ``norm_below`` (a gradient's L2 norm strictly above / below the number; a NaN norm
-    is neither), ``module`` (the node was made inside that module or a submodule of it;
-    needs ``gradviz.watch(model)``) and ``type`` (the node's type, e.g. ``MulBackward0``)."""
+    """Breakpoints: the steps from ``start`` on (inclusive; 1..N), in the engine's order,
+    that meet every condition given. ``nonfinite=True``: a gradient it received or sent is
+    NaN or Inf; ``norm_above=`` / ``norm_below=``: one's L2 norm is strictly above / below
+    the number (a NaN norm is neither); ``module="encoder.layer.3"``: its node was made in
+    that module or a submodule (under ``gradviz.watch(model)``); ``type="MulBackward0"``:
+    its node's type. ``rec.find(nonfinite=True)[0]`` is the first NaN or Inf;
+    ``rec.find(module=m, start=s + 1)`` the next step in ``m`` after step ``s``
+    (``Recording.find`` is this function)."""
     query = _query(recording, nonfinite, norm_above, norm_below, module, type, start)
     with summaries_once():
         return [

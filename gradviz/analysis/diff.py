@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from gradviz.model.graph import Edge, Graph, Node
+from gradviz.model.public import built
 from gradviz.model.recording import GradValue, Recording, as_summary
 
 __all__ = [
@@ -303,4 +304,6 @@ def diff_recordings(a: Recording, b: Recording) -> RecordingDiff:
             )
         )  # fmt: skip
     only_b = [n.id for n in b.graph.nodes if n.id not in matched_b]
-    return RecordingDiff(a, b, changes, only_a, only_b, _union(a.graph, b.graph, matched_b, only_b))
+    return built(RecordingDiff)(
+        a, b, changes, only_a, only_b, _union(a.graph, b.graph, matched_b, only_b)
+    )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradviz.errors import GradvizError
+from gradviz.model.public import built
 from gradviz.model.recording import GradValue, Recording, as_summary
 from gradviz.model.values import Role
 
@@ -146,4 +147,6 @@ def gradient_health(
         )
         for module, names in grouped.items()
     ]
-    return GradientHealth(recording, edges, modules, vanishing_below, exploding_above, leaf_norms)
+    return built(GradientHealth)(
+        recording, edges, modules, vanishing_below, exploding_above, leaf_norms
+    )

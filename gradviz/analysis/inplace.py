@@ -20,6 +20,7 @@ import torch
 
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.graph import Graph
+from gradviz.model.public import built
 
 __all__ = [
     "InplaceFinding",
@@ -116,7 +117,7 @@ def explain_inplace(source: Any) -> InplaceReport:
         for node_id in nodes_of_op.get(op.index, []):
             findings.extend(_check_node(graph, forward, op, node_id, failing_node))
     findings.sort(key=lambda f: (not f.fails, f.used_by.index))
-    return InplaceReport(graph, findings)
+    return built(InplaceReport)(graph, findings)
 
 
 def explain_in_message(failed: Exception) -> None:

@@ -154,8 +154,11 @@ class MemoryTimeline:
 
 
 def saved_memory(recording: Recording) -> MemoryTimeline:
-    """The timeline of ``recording`` (its graph must have been traced live: the storages
-    are not kept in JSON)."""
+    """The bytes each node's saved tensors hold, freed as backward passes them, with the
+    running total (saved + gradients in flight + .grad) and its peak per step;
+    ``explain_second_backward()`` says why a second backward fails. The graph must have
+    been traced live: the storages are not kept in JSON (``Recording.memory`` is this
+    function)."""
     graph = recording.graph
     holders: dict[str, set[str]] = {}
     sizes: dict[str, int] = {}

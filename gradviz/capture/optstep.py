@@ -22,6 +22,7 @@ from gradviz.capture.ondemand import settle_values
 from gradviz.capture.record import RecordKeywords, record
 from gradviz.errors import GradvizError, GradvizWarning
 from gradviz.model.optstep import OptimizerStep, ParamStep, StepSettings
+from gradviz.model.public import built
 from gradviz.model.recording import Recording
 from gradviz.model.summarize import summarize
 from gradviz.model.values import Scalar, Summary
@@ -196,7 +197,7 @@ class StepWatcher:
             self._cannot("the optimizer's settings", error)
         if not self.looked:
             self.note("the step ran without gradviz's look before it: nothing to compare")
-            return OptimizerStep(recording, settings, [], list(self.notes))
+            return built(OptimizerStep)(recording, settings, [], list(self.notes))
         steps = []
         for index, (group, param) in enumerate(self.tracked):
             before = self.before[index]
@@ -206,7 +207,7 @@ class StepWatcher:
                 steps.append(self._param_step(index, group, param, before))
             except Exception as error:  # whatever it is, the step has run
                 self._cannot(f"what the step did to {self._name(index)}", error)
-        return OptimizerStep(recording, settings, steps, list(self.notes))
+        return built(OptimizerStep)(recording, settings, steps, list(self.notes))
 
     def _param_step(
         self, index: int, group: int, param: torch.Tensor, before: torch.Tensor

@@ -114,7 +114,8 @@ def predict_order(graph: Graph, only: Collection[str] | None = None) -> list[str
 
 
 def predicted_order(recording: Recording) -> list[str]:
-    """The order predicted from the recording's graph alone, before any backward ran."""
+    """The order predicted from the graph alone, before any backward ran
+    (``Recording.predicted_order`` is this function)."""
     graph = recording.graph
     if recording.input_nodes is None and recording.mode == "backward":
         return predict_order(graph)

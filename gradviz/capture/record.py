@@ -29,6 +29,7 @@ from gradviz.capture.order import predicted_order
 from gradviz.capture.trace import Params, trace
 from gradviz.errors import GradvizWarning, GraphFreed, InvalidArgument, backward_failed
 from gradviz.model.graph import Graph, Node
+from gradviz.model.public import built
 from gradviz.model.recording import GradValue, Recording, Step
 from gradviz.model.summarize import covers, plain_values, summarize, summarize_view
 from gradviz.model.values import Summary
@@ -580,7 +581,7 @@ class _Recorder:
                 self.seen.clear()
                 self.regions.clear()
             self.steps = self.own_steps()
-            recording = Recording(
+            recording = built(Recording)(
                 graph=self.graph,
                 steps=self.steps,
                 seeds=self.seeds,

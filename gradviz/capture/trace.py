@@ -24,6 +24,7 @@ from gradviz.model.graph import (
     TensorRecord,
     TensorRow,
 )
+from gradviz.model.public import built
 from gradviz.model.summarize import (
     SMALL_NUMEL,
     dtype_name,
@@ -234,7 +235,7 @@ class _Walker:
         build = _object_builder(self.torch_nodes, edge_columns, self.read_saved)
         node_columns = (_node_ids(len(torch_nodes))[: len(torch_nodes)], type_names_column)
         # every id in the columns is one the walk made above: f"n{index}", f"t{index}"
-        graph = Graph.from_columns(
+        graph = built(Graph).from_columns(
             node_columns,
             edge_columns,
             build,

@@ -23,6 +23,7 @@ import torch
 from gradviz.capture.record import Keep, record
 from gradviz.capture.trace import trace
 from gradviz.errors import GradvizWarning, GraphFreed, InvalidArgument, NotOnGraph
+from gradviz.model.public import built
 from gradviz.model.training import NO_GRAD, TrainingRun
 
 __all__ = ["TrainingWatch"]
@@ -78,7 +79,7 @@ class TrainingWatch:
                 for p in group["params"]:
                     group_of.setdefault(id(p), g)
         n_groups = 0 if optimizer is None else len(optimizer.param_groups)
-        self.run = TrainingRun(
+        self.run = built(TrainingRun)(
             params=names,
             groups=[group_of.get(id(t), -1) for t in tensors],
             n_groups=n_groups,

@@ -23,9 +23,10 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, cast
 
 import torch
+from typing_extensions import TypeVar
 
 from gradviz.capture import op_values
 from gradviz.capture._interrupts import deferred_interrupts
@@ -44,10 +45,11 @@ from gradviz.model.forward import (
     VersionBump,
 )
 from gradviz.model.graph import Graph
+from gradviz.model.public import built
 from gradviz.model.recording import Recording
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing_extensions import Self, Unpack
 
     from gradviz.capture.record import RecordKeywords
 
@@ -70,10 +72,10 @@ _CONTEXTLIB = os.path.dirname(os.__file__) + os.sep + "contextlib.py"
 TORCH_WRAPPERS: set[str] = {"torchlens"}
 
 # every watch() block running now, in any thread; a block sees only its own thread
-_ACTIVE: list[Watch] = []
+_ACTIVE: list[Watch[Any, Any]] = []
 # the watches that ended, newest last (weakly): explain_inplace finds the one that saw the
 # tensors of a backward that failed outside gradviz
-_FINISHED: list[weakref.ref[Watch]] = []
+_FINISHED: list[weakref.ref[Watch[Any, Any]]] = []
 _ACTIVE_LOCK = threading.Lock()
 
 _get_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
@@ -86,7 +88,7 @@ def watch(model: torch.nn.Module | None = None, names: Mapping[str, Any] | None 
     it, modules are still detected and named by attribute. ``names`` maps names to tensors
     and wins over every name gradviz finds itself.
     """
-    return Watch(model=model, names=names)
+    return built(Watch)(model=model, names=names)
 
 
 class _Registry:
@@ -112,7 +114,13 @@ class _Registry:
         return None if ref is None else ref()
 
 
-class Watch:
+# what ``trace`` and ``record`` build: the classes the public API registered
+# (``gradviz.model.public``); ``gradviz.Watch`` is ``Watch[gradviz.Graph, gradviz.Recording]``
+_Graph = TypeVar("_Graph", bound=Graph, default=Graph)
+_Recording = TypeVar("_Recording", bound=Recording, default=Recording)
+
+
+class Watch(Generic[_Graph, _Recording]):
     """The context manager ``gradviz.watch()`` returns; see the module docstring."""
 
     def __init__(
@@ -143,7 +151,7 @@ class Watch:
             self._module_paths = {id(m): path for path, m in model.named_modules()}
 
     # -- entering and leaving ---------------------------------------------------------------
-    def __enter__(self) -> Watch:
+    def __enter__(self) -> Self:
         """Start watching this thread: the torch-function mode is thread-local in PyTorch,
         and the global module hooks skip calls made in other threads."""
         thread = threading.get_ident()
@@ -610,12 +618,12 @@ class Watch:
         *roots: torch.Tensor,
         params: Params | None = None,
         names: Mapping[str, torch.Tensor] | None = None,
-    ) -> Graph:
+    ) -> _Graph:
         """``gradviz.trace`` with the watched names, constants and forward ops attached."""
         self._check_done()
         graph = trace(*roots, params=self._params(params), names=self._merged_names(names))
         self._link(graph, names)
-        return graph
+        return cast(_Graph, graph)
 
     def _link(self, graph: Graph, names: Mapping[str, torch.Tensor] | None) -> None:
         """Attach the forward pass, with the named tensors that were freed meanwhile."""
@@ -631,7 +639,7 @@ class Watch:
         names: Mapping[str, torch.Tensor] | None = None,
         params: Params | None = None,
         **options: Unpack[RecordKeywords],
-    ) -> Recording:
+    ) -> _Recording:
         """``gradviz.record`` whose graph knows the forward ops; each step links to one.
 
         A failing backward raises ``BackwardFailed`` as ``record()`` does; its
@@ -649,7 +657,7 @@ class Watch:
                 self._link(failed_recording.graph, names)
             raise
         self._link(recording.graph, names)
-        return recording
+        return cast(_Recording, recording)
 
 
 def _named_tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
@@ -659,10 +667,10 @@ def _named_tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]
     yield from module.named_parameters()
 
 
-def watch_that_saw(tensor: torch.Tensor) -> Watch | None:
+def watch_that_saw(tensor: torch.Tensor) -> Watch[Any, Any] | None:
     """The newest ended watch that saw ``tensor`` (None: none did, or it is gone)."""
     for ref in reversed(_FINISHED):
-        found = ref()
+        found: Watch[Any, Any] | None = ref()
         if found is not None and found._registry.find(tensor) is not None:
             return found
     return None

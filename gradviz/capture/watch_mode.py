@@ -50,7 +50,7 @@ class WatchMode(TorchFunctionMode):
     each op (with its inputs as it found them), ``requires_grad``, ``.grad`` and ``.data``
     set, and each backward pass (it writes ``.grad`` no op names)."""
 
-    def __init__(self, owner: Watch) -> None:
+    def __init__(self, owner: Watch[Any, Any]) -> None:
         super().__init__()
         self.owner = owner
 

@@ -30,11 +30,14 @@ from torch.optim.optimizer import (
     register_optimizer_step_post_hook,
     register_optimizer_step_pre_hook,
 )
+from typing_extensions import Unpack
 
 from gradviz.capture.ondemand import settle_values
 from gradviz.capture.optstep import StepWatcher, leaf_grads
+from gradviz.capture.record import RecordKeywords
 from gradviz.capture.watch import _ACTIVE
 from gradviz.errors import BackwardFailed, GradvizError, GraphFreed, NotOnGraph
+from gradviz.model.public import as_public
 from gradviz.objects import OptimizerStep, Recording, Watch
 
 __all__ = ["Capture", "names_in", "params_in"]
@@ -172,9 +175,7 @@ class Capture:
         watcher = self._stepping
         if watcher is not None and watcher.optimizer is optimizer and self.recording is not None:
             self._forget_step()
-            made = watcher.finish(self.recording)
-            made.__class__ = OptimizerStep
-            self.optimizer_step = made  # type: ignore[assignment]
+            self.optimizer_step = as_public(watcher.finish(self.recording), OptimizerStep)
         if self._resume:
             self._resume = False
             self._open_watch()
@@ -256,7 +257,7 @@ class Capture:
         roots: tuple[torch.Tensor, ...],
         original: Any,
         plain: tuple[Any, ...],
-        **options: Any,
+        **options: Unpack[RecordKeywords],
     ) -> None:
         from gradviz.objects import record
 

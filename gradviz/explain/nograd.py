@@ -20,6 +20,7 @@ from gradviz.analysis.nograd import (
 )
 from gradviz.model.forward import FOp, Forward
 from gradviz.model.graph import Graph
+from gradviz.model.public import built
 
 __all__ = ["explain_no_grad", "forward_label"]
 
@@ -78,7 +79,7 @@ def _report(
 ) -> NoGradReport:
     extra = (facts.record_id, facts.forward_id)
     unique = tuple(dict.fromkeys([*marks, *(m for m in extra if m)]))
-    return NoGradReport(graph, cause, message, fix, facts, cut, path, unique)
+    return built(NoGradReport)(graph, cause, message, fix, facts, cut, path, unique)
 
 
 def _reachable(graph: Graph, facts: GradFacts, forward: Forward | None, root: str) -> NoGradReport:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from typing_extensions import Unpack
+
 from gradviz.errors import InvalidArgument
 from gradviz.model.graph import Graph
 from gradviz.render.backend import FORMATS, run_dot
-from gradviz.render.options import RenderOptions
+from gradviz.render.options import RenderKeywords, RenderOptions
 from gradviz.render.views import to_dot
 
 __all__ = ["GRAPH_SUFFIXES", "graph_dot", "graph_file", "graph_svg"]
@@ -21,13 +23,15 @@ __all__ = ["GRAPH_SUFFIXES", "graph_dot", "graph_file", "graph_svg"]
 GRAPH_SUFFIXES = (*(f".{name}" for name in FORMATS), ".dot", ".json")
 
 
-def graph_dot(graph: Graph, **options: Any) -> str:
-    """The graph as DOT text, from render keywords (checked by ``RenderOptions.make``)."""
+def graph_dot(graph: Graph, **options: Unpack[RenderKeywords]) -> str:
+    """The graph as Graphviz DOT text, from render keywords (checked by
+    ``RenderOptions.make``; ``Graph.to_dot`` is this function)."""
     return to_dot(graph, RenderOptions.make(**options))
 
 
-def graph_svg(graph: Graph, **options: Any) -> str:
-    """The graph laid out by Graphviz, as SVG text."""
+def graph_svg(graph: Graph, **options: Unpack[RenderKeywords]) -> str:
+    """The graph laid out by Graphviz ``dot``, as SVG text (``Graph.svg`` is this
+    function)."""
     return run_dot(graph_dot(graph, **options), "svg").decode("utf-8")
 
 

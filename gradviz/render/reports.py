@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from typing_extensions import Unpack
+
 from gradviz.analysis.diff import RecordingDiff, ratio_text
 from gradviz.analysis.health import GradientHealth
 from gradviz.analysis.inplace import InplaceReport
 from gradviz.analysis.nograd import NoGradReport
 from gradviz.escape import html_text, json_for_script
 from gradviz.render.export import graph_dot, graph_svg
+from gradviz.render.options import RenderKeywords
 from gradviz.render.theme import Theme, get_theme
 
 __all__ = [
@@ -52,11 +55,11 @@ def diff_options(diff: RecordingDiff, options: Mapping[str, Any]) -> dict[str, A
     return chosen
 
 
-def diff_dot(diff: RecordingDiff, **options: Any) -> str:
+def diff_dot(diff: RecordingDiff, **options: Unpack[RenderKeywords]) -> str:
     return graph_dot(diff.union, **diff_options(diff, options))
 
 
-def diff_svg(diff: RecordingDiff, **options: Any) -> str:
+def diff_svg(diff: RecordingDiff, **options: Unpack[RenderKeywords]) -> str:
     """The union on one layout: unmatched nodes marked, changed gradients labelled."""
     return graph_svg(diff.union, **diff_options(diff, options))
 
@@ -84,7 +87,9 @@ def diff_changes_html(diff: RecordingDiff) -> str:
     )
 
 
-def diff_page(diff: RecordingDiff, title: str = "gradviz diff", **options: Any) -> str:
+def diff_page(
+    diff: RecordingDiff, title: str = "gradviz diff", **options: Unpack[RenderKeywords]
+) -> str:
     """One offline page: the union drawing and the table of changes (no script)."""
     drawing = diff_svg(diff, **options)
     drawing = drawing[drawing.find("<svg") :]

@@ -164,8 +164,10 @@ def _op_outputs(op: FOp) -> tuple[str, ...]:
 
 
 def forward_frame(recording: Recording, step: int) -> ForwardFrame:
-    """The forward frame at step ``step`` (-F .. -1): the state once forward op
-    ``step + F + 1`` (counted from 1) has run."""
+    """Under ``watch()``: the replay at forward step ``step`` (-F..-1): ``-F`` once the
+    first forward op has run, ``-1`` once the last has (the state once forward op
+    ``step + F + 1``, counted from 1, has run; ``Recording.forward_frame`` is this
+    function)."""
     count = len(_forward(recording).replayed)
     if not -count <= step <= -1:
         raise IndexError(

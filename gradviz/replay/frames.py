@@ -30,6 +30,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Unpack
+
 from gradviz.analysis.breakpoints import breakpoint_data
 from gradviz.explain.lookup import narrating
 from gradviz.explain.steps import describe_step, narrate
@@ -37,7 +39,7 @@ from gradviz.model.recording import Recording, short_text, value_text
 from gradviz.model.values import Role
 from gradviz.render.backend import layout_plan, run_dot
 from gradviz.render.layered import estimate
-from gradviz.render.options import RenderOptions
+from gradviz.render.options import RenderKeywords, RenderOptions
 from gradviz.render.sidebyside import side_by_side_svg
 from gradviz.render.theme import Theme
 from gradviz.replay.folded import fold_schedule
@@ -115,13 +117,17 @@ def _check_step(recording: Recording, index: int) -> None:
         raise IndexError(f"step {index} does not exist: this recording has {steps_text(recording)}")
 
 
-def make_frame(recording: Recording, index: int) -> Frame:
+def make_frame(recording: Recording, step: int) -> Frame:
+    """The state after backward step ``step`` (0: the seed gradient entering the roots,
+    ``len(recording)``: the last step); forward steps (-F..-1): ``forward_frame``
+    (``Recording.frame`` is this function)."""
+    index = step
     _check_index(recording, index)
     graph = recording.graph
     ran = recording.steps[:index]
-    done = tuple(step.node_id for step in ran[:-1]) if index else ()
+    done = tuple(ran_step.node_id for ran_step in ran[:-1]) if index else ()
     active = ran[-1].node_id if index else None
-    ran_ids = {step.node_id for step in ran}
+    ran_ids = {ran_step.node_id for ran_step in ran}
     not_run = tuple(recording.not_run)
     pending = tuple(n.id for n in graph.nodes if n.id not in ran_ids and n.id not in not_run)
     edge_grads: dict[str, str] = {}
@@ -131,16 +137,16 @@ def make_frame(recording: Recording, index: int) -> Frame:
         if t.role is Role.LEAF
     }
     retained: dict[str, str] = {}
-    for step in ran:
-        for edge in graph.out_edges(step.node_id):
-            value = step.grad_inputs[edge.slot] if step.grad_inputs else None
+    for ran_step in ran:
+        for edge in graph.out_edges(ran_step.node_id):
+            value = ran_step.grad_inputs[edge.slot] if ran_step.grad_inputs else None
             if value is not None:
                 edge_grads[edge.key] = value_text(value)
-        if step.leaf_grad_after is not None:
-            for record in graph.tensors_at(step.node_id):
+        if ran_step.leaf_grad_after is not None:
+            for record in graph.tensors_at(ran_step.node_id):
                 if record.role is Role.LEAF:
-                    leaf_grads[record.id] = value_text(step.leaf_grad_after)
-        for tensor_id, value in step.retained.items():
+                    leaf_grads[record.id] = value_text(ran_step.leaf_grad_after)
+        for tensor_id, value in ran_step.retained.items():
             retained[tensor_id] = value_text(value)
     return Frame(
         index=index,
@@ -156,6 +162,7 @@ def make_frame(recording: Recording, index: int) -> Frame:
 
 
 def make_frames(recording: Recording) -> list[Frame]:
+    """Every backward frame, 0 (the seed) to N (``Recording.frames`` is this function)."""
     return [make_frame(recording, i) for i in range(len(recording.steps) + 1)]
 
 
@@ -391,14 +398,16 @@ _LAYOUTS: weakref.WeakKeyDictionary[Recording, dict[str, tuple[SvgTemplate, dict
 )
 
 
-def replay_layout(recording: Recording, **options: Any) -> tuple[SvgTemplate, RenderOptions]:
+def replay_layout(
+    recording: Recording, **options: Unpack[RenderKeywords]
+) -> tuple[SvgTemplate, RenderOptions]:
     """Lay the replay out once per set of options (cached on the recording)."""
     template, render_options, _ = _layout(recording, **options)
     return template, render_options
 
 
 def _layout(
-    recording: Recording, **options: Any
+    recording: Recording, **options: Unpack[RenderKeywords]
 ) -> tuple[SvgTemplate, RenderOptions, dict[str, int]]:
     """The cached layout, its options, and when each element appears (``_born``)."""
     render_options = replay_options(recording, **options)
@@ -446,7 +455,7 @@ def beyond_dot(recording: Recording, view_options: dict[str, Any]) -> bool:
     return any(layout_plan(cost) == "layered" and not cost.flat for cost in costs)
 
 
-def step_svg(recording: Recording, index: int, **options: Any) -> str:
+def step_svg(recording: Recording, index: int, **options: Unpack[RenderKeywords]) -> str:
     """One step as a standalone SVG; negative steps are forward frames (under ``watch()``)."""
     _check_step(recording, index)
     template, render_options, born = _layout(recording, **options)
@@ -466,7 +475,9 @@ def step_svg(recording: Recording, index: int, **options: Any) -> str:
     return template.render(classes_at(schedule, index, view), css)
 
 
-def step_files(recording: Recording, **options: Any) -> Iterator[tuple[str, str]]:
+def step_files(
+    recording: Recording, **options: Unpack[RenderKeywords]
+) -> Iterator[tuple[str, str]]:
     """``step-000.svg`` (the seed) to ``step-N.svg``; under ``watch()`` first
     ``forward-001.svg`` to ``forward-F.svg``, one per forward op, in the stepper's order:
     each file's name and SVG, for ``gradviz.export`` to write."""
@@ -535,7 +546,7 @@ def replay_data(
 
 
 def replay_born(
-    recording: Recording, views: Sequence[str], **options: Any
+    recording: Recording, views: Sequence[str], **options: Unpack[RenderKeywords]
 ) -> dict[str, dict[str, int]]:
     """Per view (any name ``view_options`` knows), when each element appears during the
     forward frames (empty without them)."""

@@ -11,11 +11,19 @@ twice (page weight: a 4-layer GPT page stays under 1.5 MB per 1,000 nodes).
   norm of its parameters' gradients after each step that added to it.
 - ``diff``: per node of recording A, the norms of what it sent in A and in B, whether they
   are equal, and the nodes found in one run only (``gradviz.analysis.diff``).
+- ``optimizer``: an optimizer step's panel (``gradviz.replay.optstep``).
+
+``OVERLAYS`` is where every overlay is registered: the stepper ships the explanations'
+front end where the data has one of their keys, makes the data of those every replay
+carries, and the front end's build finds each one's module by its key
+(``frontend/src/overlays/<key>.js``, its default export; ``frontend/build.mjs``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gradviz.analysis.diff import RecordingDiff
@@ -24,7 +32,16 @@ from gradviz.analysis.memory import saved_memory
 from gradviz.model.recording import Recording
 from gradviz.model.values import Role
 
-__all__ = ["diff_data", "health_data", "memory_data", "overlay_data"]
+__all__ = [
+    "OVERLAYS",
+    "Overlay",
+    "diff_data",
+    "explained",
+    "health_data",
+    "memory_data",
+    "overlay_data",
+    "replay_overlay_keys",
+]
 
 
 def _short(value: float) -> float:
@@ -110,15 +127,6 @@ def health_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> 
     }
 
 
-def overlay_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> dict[str, Any]:
-    """The ``memory`` and ``health`` keys of the replay data (memory only when known)."""
-    data: dict[str, Any] = {"health": health_data(recording, schedule, prefix)}
-    memory = memory_data(recording)
-    if memory is not None:
-        data["memory"] = memory
-    return data
-
-
 def diff_data(diff: RecordingDiff) -> dict[str, Any]:
     """Per node of A ``[‖A‖, ‖B‖, same, step in B]`` (norms to 6 digits, None unknown),
     the nodes in one run only (B's as ``b_<id>``, as in the union graph), and the first
@@ -138,3 +146,54 @@ def diff_data(diff: RecordingDiff) -> dict[str, Any]:
         "first_node": None if first is None else first.node_a,
         "steps_b": len(diff.b.steps),
     }
+
+
+# what an overlay every replay carries makes of it: (recording, schedule, id prefix) -> its
+# data, or None where it has nothing to show
+OverlayData = Callable[[Recording, dict[str, Any], str], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """An explanation drawn over the replay: ``key`` is the key of its data in the page's
+    data and the name of its front-end module (``frontend/src/overlays/<key>.js``);
+    ``data`` makes that data for every replay, None where the page that has it adds it
+    itself (a diff's page, an optimizer step's)."""
+
+    key: str
+    data: OverlayData | None = None
+
+
+def _memory(recording: Recording, schedule: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    return memory_data(recording)
+
+
+# every overlay, in the order the front end makes them (their toggles, their panel rows)
+OVERLAYS = (
+    Overlay("diff"),
+    Overlay("memory", _memory),
+    Overlay("health", health_data),
+    Overlay("optimizer"),
+)
+
+
+def explained(data: Mapping[str, Any]) -> bool:
+    """Whether a page's data has an overlay's: the page then ships the explanations' front
+    end (their code only where they have data)."""
+    return any(overlay.key in data for overlay in OVERLAYS)
+
+
+def replay_overlay_keys() -> tuple[str, ...]:
+    """The keys of the overlays every replay carries (a page's Memory and Health toggles),
+    which a page too heavy with them leaves out."""
+    return tuple(overlay.key for overlay in OVERLAYS if overlay.data is not None)
+
+
+def overlay_data(recording: Recording, schedule: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The data of every overlay a replay carries (each only where it has something)."""
+    data: dict[str, Any] = {}
+    for overlay in OVERLAYS:
+        made = None if overlay.data is None else overlay.data(recording, schedule, prefix)
+        if made is not None:
+            data[overlay.key] = made
+    return data

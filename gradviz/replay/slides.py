@@ -17,11 +17,14 @@ from datetime import datetime
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
+from typing_extensions import Unpack
+
 from gradviz.errors import GradvizError
 from gradviz.escape import visible_text
 from gradviz.explain.steps import describe_step
 from gradviz.model.recording import Recording
 from gradviz.render import pdffonts, raster
+from gradviz.render.options import RenderKeywords
 from gradviz.replay.forwardframes import describe_forward
 from gradviz.replay.frames import step_svg
 
@@ -48,7 +51,7 @@ class Slide:
     narration: str
 
 
-def slides(recording: Recording, **options: Any) -> list[Slide]:
+def slides(recording: Recording, **options: Unpack[RenderKeywords]) -> list[Slide]:
     """Every frame in the stepper's order: the forward ops (under ``watch()``), the seed,
     then the backward steps; all from one layout."""
     count = len(recording.forward_ops)
@@ -70,7 +73,7 @@ def slides(recording: Recording, **options: Any) -> list[Slide]:
     return frames
 
 
-def slides_pdf(recording: Recording, name: str, **options: Any) -> bytes:
+def slides_pdf(recording: Recording, name: str, **options: Unpack[RenderKeywords]) -> bytes:
     """One page per frame: the graph scaled to the same box on every page, the frame's title
     and narration as a caption below; ``name`` goes into the document's title."""
     from reportlab.pdfgen import canvas
@@ -95,7 +98,7 @@ def slides_pdf(recording: Recording, name: str, **options: Any) -> bytes:
     return buffer.getvalue()
 
 
-def slides_pptx(recording: Recording, **options: Any) -> bytes:
+def slides_pptx(recording: Recording, **options: Unpack[RenderKeywords]) -> bytes:
     """One 16:9 slide per frame: the title, the graph as a picture in the same box on every
     slide, the narration in the speaker notes."""
     from pptx import Presentation

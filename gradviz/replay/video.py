@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape as xml_escape
 
+from typing_extensions import Unpack
+
 from gradviz.errors import GradvizError, InvalidArgument
 from gradviz.escape import visible_text
 from gradviz.model.recording import Recording
 from gradviz.render import raster
-from gradviz.render.options import RenderOptions
+from gradviz.render.options import RenderKeywords, RenderOptions
 from gradviz.replay.slides import Slide, slides
 
 if TYPE_CHECKING:
@@ -80,7 +82,7 @@ def video_bytes(
     size: object = DEFAULT_SIZE,
     seconds_per_step: object = DEFAULT_SECONDS_PER_STEP,
     fps: object = None,
-    **options: Any,
+    **options: Unpack[RenderKeywords],
 ) -> bytes:
     """The file a ``suffix`` (.mp4 or .gif) holds: every frame of the replay for
     ``seconds_per_step`` seconds, drawn at ``size`` (width, height) pixels; ``fps`` is the
@@ -105,7 +107,9 @@ def video_bytes(
     return _mp4(frames, rate, per_step)
 
 
-def video_frames(recording: Recording, size: tuple[int, int], **options: Any) -> Iterator[Image]:
+def video_frames(
+    recording: Recording, size: tuple[int, int], **options: Unpack[RenderKeywords]
+) -> Iterator[Image]:
     """Each slide of the replay as an RGB picture of ``size`` pixels, in order."""
     layout = _Layout(*size)
     theme = RenderOptions.make(**options).theme

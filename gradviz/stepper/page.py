@@ -46,6 +46,7 @@ from gradviz.replay.modules import (
     view_collapse,
     view_render_options,
 )
+from gradviz.replay.overlays import explained, replay_overlay_keys
 from gradviz.replay.styles import step_css
 from gradviz.stepper.damaged import CHECK_SCRIPT, END_MARKER
 from gradviz.stepper.sevenbit import from_seven_bit, to_seven_bit
@@ -462,8 +463,6 @@ def content_security_policy(script: str, *others: str) -> str:
     )
 
 
-# data keys whose panels and overlays are in the explanations' bundle (frontend/src/overlays/)
-EXPLAINED = {"memory", "health", "diff", "optimizer"}
 # Above this many backward nodes a page ships the lazy parsing of views (6 kB): its views
 # parse their nodes and edges when the camera comes near them. Smaller pages parse each view
 # whole (ResNet-50's combined view, 2,800 nodes and edges, in 150 ms) and stay lighter.
@@ -532,7 +531,7 @@ def replay_html(
     payload = stepper_payload(recording, views=views, explain=explain, **options)
     payload["data"].update(extra_data or {})
     budget = PAGE_BYTES_PER_NODE * max(len(recording.graph.nodes), 1)
-    toggles = {key: payload["data"][key] for key in TOGGLES if key in payload["data"]}
+    toggles = {k: payload["data"][k] for k in replay_overlay_keys() if k in payload["data"]}
     if explain is not None or not toggles:
         return _page(recording, payload, title, compress, after)
     lighter = {**payload, "data": {k: v for k, v in payload["data"].items() if k not in toggles}}
@@ -554,7 +553,6 @@ def replay_html(
     return lighter_page if len(lighter_page.encode("utf-8")) <= budget else page
 
 
-TOGGLES = ("memory", "health")  # the data the Memory and Health toggles ship
 Packed = tuple[str, str]  # a page's data script: its attributes and its text
 _PACKED = 'type="application/octet-stream" class="gv-replay-data" data-encoding="gzip+7bit"'
 
@@ -612,7 +610,7 @@ def _page(
     attributes, text = packed
     css = compact_css(asset_text("stepper.css"))
     lazy = len(recording.graph.nodes) > LAZY_NODES  # big views parse lazily
-    explain = bool(EXPLAINED & set(payload["data"]))  # their code only where they have data
+    explain = explained(payload["data"])
     if explain:
         css += compact_css(asset_text("explain.css"))
     script = f"\n{page_script(lazy, explain)}\n"

@@ -5,7 +5,7 @@
 import { button, element } from "../dom.js";
 import { formatNorm, infoRow, ranAt, useKey } from "./common.js";
 
-export class DiffOverlay {
+export default class DiffOverlay {
   constructor(ctx) {
     this.ctx = ctx;
     const d = (this.d = ctx.data.diff);

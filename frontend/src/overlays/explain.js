@@ -1,20 +1,14 @@
 // The explanations: memory, gradient health, the diff of two runs and the optimizer step,
 // each where the data has it. The offline page ships them only then, the notebook widget
-// always. To add one: a class with update(view, index, panelRows) and key(event) in a module
-// of its own, made here when its data key is present (and that key added to EXPLAINED in
-// gradviz/stepper/page.py, so the page ships this code with it).
+// always. An overlay is registered in one place, gradviz/replay/overlays.py's OVERLAYS, by
+// the key of its data; its module here is overlays/<key>.js, whose default export is a class
+// with update(view, index, panelRows) and key(event), made when the data has that key. The
+// build (frontend/build.mjs) writes the "gradviz:overlays" module from that registry.
 
-import { DiffOverlay } from "./diff.js";
-import { HealthOverlay } from "./health.js";
-import { MemoryOverlay } from "./memory.js";
-import { OptimizerPanel } from "./optimizer.js";
+import OVERLAYS from "gradviz:overlays";
 
 // mount's overlay: the parts this stepper's data has, or null.
 export function explain(ctx) {
-  const parts = [];
-  if (ctx.data.diff) parts.push(new DiffOverlay(ctx));
-  if (ctx.data.memory) parts.push(new MemoryOverlay(ctx));
-  if (ctx.data.health) parts.push(new HealthOverlay(ctx));
-  if (ctx.data.optimizer) parts.push(new OptimizerPanel(ctx));
+  const parts = OVERLAYS.filter(([key]) => ctx.data[key]).map(([, Overlay]) => new Overlay(ctx));
   return parts.length ? parts : null;
 }

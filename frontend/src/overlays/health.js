@@ -9,7 +9,7 @@ import { toggleButton, useKey } from "./common.js";
 
 const BANDS = ["vanishing", "healthy", "exploding", "zero", "nonfinite"];
 
-export class HealthOverlay {
+export default class HealthOverlay {
   constructor(ctx) {
     this.ctx = ctx;
     const h = (this.h = ctx.data.health);

@@ -6,7 +6,7 @@
 import { element } from "../dom.js";
 import { formatBytes, infoRow, ranAt, toggleButton, useKey } from "./common.js";
 
-export class MemoryOverlay {
+export default class MemoryOverlay {
   constructor(ctx) {
     this.ctx = ctx;
     const m = (this.m = ctx.data.memory);

@@ -10,7 +10,7 @@ import { formatNorm, infoRow, useKey } from "./common.js";
 // state before, state after] (gradviz/replay/optstep.py).
 const OPT_OPEN_MAX = 8; // above this many parameters each is a one-line <details>
 
-export class OptimizerPanel {
+export default class OptimizerPanel {
   constructor(ctx) {
     this.ctx = ctx;
     this.o = ctx.data.optimizer;
