@@ -49,7 +49,8 @@ def watched() -> tuple[gradviz.Recording, torch.Tensor]:
 
 def test_each_step_names_the_line_of_this_file_that_made_its_node() -> None:
     rec, loss = watched()
-    steps = replay_data(rec)["steps"]
+    data = replay_data(rec)
+    steps, sources = data["steps"], data["sources"]
     by_node = {step["node"]: step for step in steps if step["node"]}
     sum_node = node_of(rec, loss.grad_fn)
     tanh_node = node_of(rec, loss.grad_fn.next_functions[0][0])
@@ -60,7 +61,7 @@ def test_each_step_names_the_line_of_this_file_that_made_its_node() -> None:
         (tanh_node, "# tanh and sum", "return torch.tanh(y).sum()  # tanh and sum"),
         (mul_node, "# the mul", "y = x * self.scale  # the mul"),
     ]:
-        source = by_node[node]["source"]
+        source = sources[by_node[node]["source"]]
         assert source["file"] == __file__
         assert source["line"] == line_of(marker)
         assert source["text"] == text
@@ -72,15 +73,19 @@ def test_each_step_names_the_line_of_this_file_that_made_its_node() -> None:
     accumulate = [s for s in steps if s["type"] == "AccumulateGrad"]
     assert accumulate and all("source" not in s for s in accumulate)
     assert "source" not in steps[0]  # the seed
+    # one line that made two nodes is shipped once
+    assert by_node[sum_node]["source"] == by_node[tanh_node]["source"]
+    assert len(sources) == len({(s["file"], s["line"]) for s in sources})
     # the forward frames too
-    forwards = replay_data(rec)["forward"]
-    assert [f["source"]["line"] for f in forwards if f["type"] == "mul"] == [line_of("# the mul")]
+    muls = [sources[f["source"]]["line"] for f in data["forward"] if f["type"] == "mul"]
+    assert muls == [line_of("# the mul")]
 
 
 def test_without_watch_there_is_no_source() -> None:
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     rec = gradviz.record((x * 3).sum())
-    assert all("source" not in step for step in replay_data(rec)["steps"])
+    data = replay_data(rec)
+    assert "sources" not in data and all("source" not in step for step in data["steps"])
 
 
 def test_code_from_a_cell_names_the_cell(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +122,8 @@ def test_hostile_file_names_and_lines_stay_data(tmp_path: Path) -> None:
     with gradviz.watch() as w:
         loss = namespace["make"](x)  # type: ignore[operator]
     rec = w.record(loss)
-    source = next(s["source"] for s in replay_data(rec)["steps"] if "source" in s)
+    data = replay_data(rec)
+    source = next(data["sources"][s["source"]] for s in data["steps"] if "source" in s)
     assert source["file"] == str(path) and source["line"] == 2
     assert len(source["text"]) == MAX_TEXT_CHARS and source["text"].endswith("…")
     assert HOSTILE_LINE in source["text"]
@@ -139,7 +145,7 @@ def test_the_page_carries_hostile_sources_whole_and_inert(tmp_path: Path) -> Non
         loss = namespace["make"](x)  # type: ignore[operator]
     page = w.record(loss).save(tmp_path / "replay.html").read_text(encoding="utf-8")
     assert "<script>alert" not in page and "<img src=x" not in page
-    steps = unpack_state(page)["data"]["steps"]
-    sources = [s["source"] for s in steps if "source" in s]
+    data = unpack_state(page)["data"]
+    sources = [data["sources"][s["source"]] for s in data["steps"] if "source" in s]
     assert sources and all(s["file"] == str(path) for s in sources)
     assert all(HOSTILE_LINE in s["text"] for s in sources)

@@ -507,7 +507,8 @@ def replay_data(
     Under ``watch()`` the data also holds ``first`` (-F) and ``forward`` (the panel of each
     forward frame, in order); without it, neither key exists. ``breakpoints``: what a "Run
     to" control needs (``gradviz.analysis.breakpoints.breakpoint_data``). Under ``watch()``
-    each panel made by an op holds its ``source`` line (``gradviz.replay.sources``).
+    each panel made by an op holds its ``source``: the index of its line in ``sources``
+    (``gradviz.replay.sources``).
     """
     prefix = prefix or recording.graph.prefix
     with narrating(recording.graph):
@@ -533,7 +534,9 @@ def replay_data(
     if count:
         data["first"] = -count
         data["forward"] = describe_forwards(recording)
-    add_sources(recording, steps, data.get("forward", []))
+    sources = add_sources(recording, steps, data.get("forward", []))
+    if sources:
+        data["sources"] = sources
     return data
 
 

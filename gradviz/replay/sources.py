@@ -49,30 +49,30 @@ def source_data(line: SourceLine) -> dict[str, Any]:
 
 def add_sources(
     recording: Recording, steps: list[dict[str, Any]], forwards: list[dict[str, Any]]
-) -> None:
-    """Give each backward step's panel (``steps``, 0..N) and each forward frame's
-    (``forwards``, in order) the ``source`` of the op that made it, where one is known."""
+) -> list[dict[str, Any]]:
+    """The source lines of the ops that made the nodes, each once (the page's ``sources``):
+    each backward step's panel (``steps``, 0..N) and each forward frame's (``forwards``, in
+    order) made by one gets ``source``, the index of its line there."""
     forward = recording.graph.forward
+    sources: list[dict[str, Any]] = []
     if forward is None:
-        return
-    seen: dict[SourceLine, dict[str, Any]] = {}  # a line that made many nodes, read once
+        return sources
+    seen: dict[SourceLine, int] = {}  # a line that made many nodes is shipped once
 
-    def of(line: SourceLine | None) -> dict[str, Any] | None:
+    def give(panel: dict[str, Any], line: SourceLine | None) -> None:
         if line is None:
-            return None
+            return
         if line not in seen:
-            seen[line] = source_data(line)
-        return seen[line]
+            seen[line] = len(sources)
+            sources.append(source_data(line))
+        panel["source"] = seen[line]
 
     for step in steps:
         op = forward.op_for_node(step["node"]) if step.get("node") else None
-        found = of(None if op is None else op.line)
-        if found is not None:
-            step["source"] = found
+        give(step, None if op is None else op.line)
     for panel, op in zip(forwards, forward.replayed, strict=False):
-        found = of(op.line)
-        if found is not None:
-            panel["source"] = found
+        give(panel, op.line)
+    return sources
 
 
 def _in_cell(filename: str) -> bool:
