@@ -51,7 +51,9 @@ def test_each_step_names_the_line_of_this_file_that_made_its_node() -> None:
     rec, loss = watched()
     data = replay_data(rec)
     steps, sources = data["steps"], data["sources"]
-    by_node = {step["node"]: step for step in steps if step["node"]}
+    lines = sources["lines"]
+    assert len(sources["steps"]) == len(steps) and len(sources["forward"]) == len(data["forward"])
+    by_node = {step["node"]: sources["steps"][step["index"]] for step in steps if step["node"]}
     sum_node = node_of(rec, loss.grad_fn)
     tanh_node = node_of(rec, loss.grad_fn.next_functions[0][0])
     mul_node = node_of(rec, loss.grad_fn.next_functions[0][0].next_functions[0][0])
@@ -61,7 +63,7 @@ def test_each_step_names_the_line_of_this_file_that_made_its_node() -> None:
         (tanh_node, "# tanh and sum", "return torch.tanh(y).sum()  # tanh and sum"),
         (mul_node, "# the mul", "y = x * self.scale  # the mul"),
     ]:
-        source = sources[by_node[node]["source"]]
+        source = lines[by_node[node]]
         assert source["file"] == __file__
         assert source["line"] == line_of(marker)
         assert source["text"] == text
@@ -70,14 +72,15 @@ def test_each_step_names_the_line_of_this_file_that_made_its_node() -> None:
         assert source["href"].startswith("vscode://file/")
         assert unquote(source["href"]) == f"vscode://file{here}:{line_of(marker)}"
     # the parameter's AccumulateGrad was made by no op: no source
-    accumulate = [s for s in steps if s["type"] == "AccumulateGrad"]
-    assert accumulate and all("source" not in s for s in accumulate)
-    assert "source" not in steps[0]  # the seed
+    accumulate = [s["index"] for s in steps if s["type"] == "AccumulateGrad"]
+    assert accumulate and all(sources["steps"][i] is None for i in accumulate)
+    assert sources["steps"][0] is None  # the seed
     # one line that made two nodes is shipped once
-    assert by_node[sum_node]["source"] == by_node[tanh_node]["source"]
-    assert len(sources) == len({(s["file"], s["line"]) for s in sources})
+    assert by_node[sum_node] == by_node[tanh_node]
+    assert len(lines) == len({(s["file"], s["line"]) for s in lines})
     # the forward frames too
-    muls = [sources[f["source"]]["line"] for f in data["forward"] if f["type"] == "mul"]
+    frames = zip(data["forward"], sources["forward"], strict=True)
+    muls = [lines[at]["line"] for frame, at in frames if frame["type"] == "mul"]
     assert muls == [line_of("# the mul")]
 
 
@@ -85,7 +88,7 @@ def test_without_watch_there_is_no_source() -> None:
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     rec = gradviz.record((x * 3).sum())
     data = replay_data(rec)
-    assert "sources" not in data and all("source" not in step for step in data["steps"])
+    assert "sources" not in data
 
 
 def test_code_from_a_cell_names_the_cell(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,7 +126,7 @@ def test_hostile_file_names_and_lines_stay_data(tmp_path: Path) -> None:
         loss = namespace["make"](x)  # type: ignore[operator]
     rec = w.record(loss)
     data = replay_data(rec)
-    source = next(data["sources"][s["source"]] for s in data["steps"] if "source" in s)
+    source = next(data["sources"]["lines"][at] for at in data["sources"]["steps"] if at is not None)
     assert source["file"] == str(path) and source["line"] == 2
     assert len(source["text"]) == MAX_TEXT_CHARS and source["text"].endswith("…")
     assert HOSTILE_LINE in source["text"]
@@ -146,6 +149,6 @@ def test_the_page_carries_hostile_sources_whole_and_inert(tmp_path: Path) -> Non
     page = w.record(loss).save(tmp_path / "replay.html").read_text(encoding="utf-8")
     assert "<script>alert" not in page and "<img src=x" not in page
     data = unpack_state(page)["data"]
-    sources = [data["sources"][s["source"]] for s in data["steps"] if "source" in s]
+    sources = data["sources"]["lines"]
     assert sources and all(s["file"] == str(path) for s in sources)
     assert all(HOSTILE_LINE in s["text"] for s in sources)

@@ -28,6 +28,7 @@ import { onPointer } from "./pointer.js";
 import { Player } from "./play.js";
 import { exposeState } from "./readiness.js";
 import { RunTo } from "./runto.js";
+import { sourceOf } from "./source.js";
 import { Highlight } from "./search.js";
 import { View } from "./view.js";
 
@@ -311,8 +312,8 @@ export function mount(el, model, features = {}) {
     root.dataset.phase = index < 0 ? "forward" : "backward";
     first.disabled = prev.disabled = index === start;
     next.disabled = end.disabled = index === last;
-    if (index < 0) fillForward(panel, forward[index - start] || {}, data.sources);
-    else fillPanel(panel, data.steps[index] || {}, index, data.sources);
+    if (index < 0) fillForward(panel, forward[index - start] || {}, sourceOf(data, index, start));
+    else fillPanel(panel, data.steps[index] || {}, index, sourceOf(data, index, start));
     if (presenter) presenter.update(index);
     if (grads) grads.apply(view, index);
     const extraRows = [];

@@ -6,6 +6,15 @@ import { element } from "./dom.js";
 
 const EDITOR_LINK = "vscode://file/"; // the only links the panel makes
 
+// The source line that made the node of step `index` (a forward frame: index < 0, frames
+// counted from `start`), or null: data.sources holds each line once.
+export function sourceOf(data, index, start) {
+  const sources = data.sources;
+  if (!sources) return null;
+  const at = index < 0 ? (sources.forward || [])[index - start] : (sources.steps || [])[index];
+  return at === null || at === undefined ? null : (sources.lines || [])[at] || null;
+}
+
 // The "source" row: "model.py:12" (a link to the editor when the data has one; a cell names
 // itself) and, with `withText`, the line itself.
 export function sourceRow(source, withText = true) {

@@ -53,7 +53,7 @@ from gradviz.replay.forwardframes import (
 from gradviz.replay.layouts import layout_batch, pending_svgs, view_dot
 from gradviz.replay.modules import _boxes, box_class, module_css, view_render_options
 from gradviz.replay.overlays import overlay_data
-from gradviz.replay.sources import add_sources
+from gradviz.replay.sources import source_lines
 from gradviz.replay.styles import SvgTemplate, step_css
 
 __all__ = [
@@ -507,8 +507,8 @@ def replay_data(
     Under ``watch()`` the data also holds ``first`` (-F) and ``forward`` (the panel of each
     forward frame, in order); without it, neither key exists. ``breakpoints``: what a "Run
     to" control needs (``gradviz.analysis.breakpoints.breakpoint_data``). Under ``watch()``
-    each panel made by an op holds its ``source``: the index of its line in ``sources``
-    (``gradviz.replay.sources``).
+    ``sources``: the source line that made each step's and frame's node
+    (``gradviz.replay.sources.source_lines``).
     """
     prefix = prefix or recording.graph.prefix
     with narrating(recording.graph):
@@ -534,8 +534,8 @@ def replay_data(
     if count:
         data["first"] = -count
         data["forward"] = describe_forwards(recording)
-    sources = add_sources(recording, steps, data.get("forward", []))
-    if sources:
+    sources = source_lines(recording)
+    if sources is not None:
         data["sources"] = sources
     return data
 

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from gradviz.model.forward import SourceLine
 from gradviz.model.recording import Recording
 
-__all__ = ["MAX_PATH_CHARS", "MAX_TEXT_CHARS", "add_sources", "source_data"]
+__all__ = ["MAX_PATH_CHARS", "MAX_TEXT_CHARS", "source_data", "source_lines"]
 
 MAX_TEXT_CHARS = 200  # the source line's text shown
 MAX_PATH_CHARS = 300  # the file's path shown (its end: the file's name is what one reads)
@@ -47,32 +47,33 @@ def source_data(line: SourceLine) -> dict[str, Any]:
     }
 
 
-def add_sources(
-    recording: Recording, steps: list[dict[str, Any]], forwards: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The source lines of the ops that made the nodes, each once (the page's ``sources``):
-    each backward step's panel (``steps``, 0..N) and each forward frame's (``forwards``, in
-    order) made by one gets ``source``, the index of its line there."""
+def source_lines(recording: Recording) -> dict[str, Any] | None:
+    """The page's ``sources``: ``lines``, each source line once (``source_data``), and per
+    backward step 0..N (``steps``) and per forward frame (``forward``, in order) the index
+    in ``lines`` of the line of the op that made its node, or None. None without
+    ``watch()``."""
     forward = recording.graph.forward
-    sources: list[dict[str, Any]] = []
     if forward is None:
-        return sources
+        return None
+    lines: list[dict[str, Any]] = []
     seen: dict[SourceLine, int] = {}  # a line that made many nodes is shipped once
 
-    def give(panel: dict[str, Any], line: SourceLine | None) -> None:
+    def index_of(line: SourceLine | None) -> int | None:
         if line is None:
-            return
+            return None
         if line not in seen:
-            seen[line] = len(sources)
-            sources.append(source_data(line))
-        panel["source"] = seen[line]
+            seen[line] = len(lines)
+            lines.append(source_data(line))
+        return seen[line]
 
-    for step in steps:
-        op = forward.op_for_node(step["node"]) if step.get("node") else None
-        give(step, None if op is None else op.line)
-    for panel, op in zip(forwards, forward.replayed, strict=False):
-        give(panel, op.line)
-    return sources
+    by_step: list[int | None] = [None]  # the seed
+    for step in recording.steps:
+        op = forward.op_for_node(step.node_id)
+        by_step.append(index_of(None if op is None else op.line))
+    by_frame = [index_of(op.line) for op in forward.replayed]
+    if not lines:
+        return None
+    return {"lines": lines, "steps": by_step, "forward": by_frame}
 
 
 def _in_cell(filename: str) -> bool:
