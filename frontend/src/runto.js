@@ -88,7 +88,8 @@ export class RunTo {
   // A key of RUN_KEYS: choose its breakpoint and run to it. Returns whether it was one.
   key(event) {
     const kind = runAction(event.key);
-    if (kind === null || ![...this.kind.options].some((o) => o.value === kind)) return false;
+    if (kind === null || !this.bp.available) return false; // a page without breakpoint data
+    if (![...this.kind.options].some((o) => o.value === kind)) return false; // i: no modules
     event.preventDefault();
     this.choose(kind);
     this.run();
