@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -228,3 +229,44 @@ def test_the_page_carries_the_breakpoints(tmp_path: Path) -> None:
     assert data["nonfinite"] == first.index
     assert data["norm_below"]["threshold"] == DEFAULT_NORM_BELOW
     assert len(data["norms"]) == len(rec) + 1  # the seed, then steps 1..N
+
+
+# -- the page's data: the same answers for any threshold ---------------------------------
+def page_steps(data: dict[str, Any], kind: str, arg: object) -> list[int]:
+    """The steps the page's Run to visits, read from its data as frontend/src/breakpoints.js
+    reads it."""
+    norms, scopes, inner = data["norms"], data.get("scopes", []), data.get("step_scopes", [])
+
+    def chain(index: int) -> list[str]:
+        paths, scope = [], inner[index]
+        while scope is not None:
+            paths.append(scopes[scope][0])
+            scope = scopes[scope][1]
+        return paths
+
+    found = []
+    for i in range(1, len(norms)):
+        low, high = norms[i]
+        if kind == "above" and high is not None and float(high) > arg:  # type: ignore[operator]
+            found.append(i)
+        if kind == "below" and low is not None and float(low) < arg:  # type: ignore[operator]
+            found.append(i)
+        if kind == "module" and arg in chain(i):
+            found.append(i)
+    return found
+
+
+def test_the_page_data_stops_where_find_does_at_every_threshold() -> None:
+    _, w, _, _, loss = run_deep(nn.Sigmoid, 1.0)
+    rec = w.record(loss)
+    data = replay_data(rec)["breakpoints"]
+    # each norm the page holds is a threshold where rounding would tip the answer
+    thresholds = {float(n) for row in data["norms"][1:] for n in row if n is not None}
+    assert len(thresholds) > 40
+    for t in sorted(thresholds):
+        assert page_steps(data, "above", t) == [s.index for s in rec.find(norm_above=t)], t
+        assert page_steps(data, "below", t) == [s.index for s in rec.find(norm_below=t)], t
+    for path in ["layers", "layers.0", "layers.6", "layers.7", "layers.39"]:
+        assert page_steps(data, "module", path) == [s.index for s in rec.find(module=path)]
+    x = torch.tensor([1.0], requires_grad=True)
+    assert "scopes" not in replay_data(gradviz.record((x * 2).sum()))["breakpoints"]

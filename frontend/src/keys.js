@@ -37,6 +37,15 @@ export const PRESENT_KEYS = {
 };
 const ONLY_PRESENTING = new Set(["blank", "escape"]);
 
+// Run-to keys (breakpoints, see runto.js): the key -> the breakpoint it runs to.
+export const RUN_KEYS = {
+  n: "nonfinite",
+  ">": "above",
+  "<": "below",
+  i: "module",
+  t: "type",
+};
+
 // The key table `?` shows (and docs/keys.md): [keys, what they do].
 export const KEY_HELP = [
   ["→ ↓ PageDown Space Enter", "next step"],
@@ -53,6 +62,10 @@ export const KEY_HELP = [
   ["Escape", "close this table; show a blanked screen; leave presentation mode"],
   ["m / h", "the Memory / Health toggles, where shown"],
   ["d / s", "first differing step (diff pages) / the optimizer step (optimizer pages)"],
+  ["n", "run to the next NaN or Inf gradient"],
+  ["> / <", "run to the next gradient norm above / below the Run to threshold"],
+  ["i", "run to the next step in the chosen module (else the active node's)"],
+  ["t", "run to the next node of the chosen type (else the active node's)"],
   ["?", "show / hide this table"],
 ];
 
@@ -74,11 +87,17 @@ export function presentAction(key, presenting) {
   return action;
 }
 
+// The breakpoint a run-to key runs to, or null.
+export function runAction(key) {
+  return Object.hasOwn(RUN_KEYS, key) ? RUN_KEYS[key] : null;
+}
+
 // Whether the key belongs to the key map (whatever it does in the present mode).
 export function isMapped(event) {
   if (event.ctrlKey || event.metaKey || event.altKey) return false;
   if (event.shiftKey && event.key === "Enter") return false; // the notebook's run-cell
   const key = event.key;
+  if (Object.hasOwn(RUN_KEYS, key)) return true;
   return Object.hasOwn(STEP_KEYS, key) || Object.hasOwn(PRESENT_KEYS, key) || /^[mhds]$/.test(key);
 }
 

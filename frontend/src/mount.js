@@ -27,6 +27,8 @@ import { fillForward, fillPanel } from "./panel.js";
 import { onPointer } from "./pointer.js";
 import { Player } from "./play.js";
 import { exposeState } from "./readiness.js";
+import { RunTo } from "./runto.js";
+import { sourceOf } from "./source.js";
 import { Highlight } from "./search.js";
 import { View } from "./view.js";
 
@@ -88,6 +90,8 @@ export function mount(el, model, features = {}) {
     download: () => download(),
   };
   const { bar, first, prev, play, next, end, speed, slider, counter } = stepControls(data, start, last, act);
+  const runTo = new RunTo(data, { current: () => current(), go: (index) => go(index) });
+  bar.append(runTo.el);
   const { tools, viewSelect, depthBox, depthSelect, labels, followButton, search } = viewTools(
     data,
     viewNames,
@@ -310,8 +314,8 @@ export function mount(el, model, features = {}) {
     root.dataset.phase = index < 0 ? "forward" : "backward";
     first.disabled = prev.disabled = index === start;
     next.disabled = end.disabled = index === last;
-    if (index < 0) fillForward(panel, forward[index - start] || {});
-    else fillPanel(panel, data.steps[index] || {}, index);
+    if (index < 0) fillForward(panel, forward[index - start] || {}, sourceOf(data, index, start));
+    else fillPanel(panel, data.steps[index] || {}, index, sourceOf(data, index, start));
     if (presenter) presenter.update(index);
     if (grads) grads.apply(view, index);
     const extraRows = [];
@@ -345,6 +349,7 @@ export function mount(el, model, features = {}) {
     if (keyHelp.key(event)) return; // ? shows the key table, ? or Escape hides it
     if (presenter.key(event)) return;
     if (extras.some((x) => x.key(event))) return; // m memory, h health, d first difference
+    if (runTo.key(event)) return root.classList.remove("gv-blank"); // n > < i t: run to
     const action = stepAction(event.key, tag, checkbox);
     if (action === null) return;
     event.preventDefault();

@@ -1,10 +1,11 @@
 // The side panel: what the step shown did (a backward step) or made (a forward frame).
 
 import { element } from "./dom.js";
+import { sourceRow } from "./source.js";
 
 // A backward step's panel: its node, module, op, gradients received and sent, the narration,
 // and what a user's hook changed.
-export function fillPanel(panel, step, index) {
+export function fillPanel(panel, step, index, source = null) {
   const parts = [];
   const head = element("div", "gv-panel-head");
   head.append(element("span", "gv-panel-index", index === 0 ? "seed" : `step ${index}`));
@@ -13,6 +14,7 @@ export function fillPanel(panel, step, index) {
   if (step.module) parts.push(row("module", String(step.module)));
   if (step.forward) parts.push(row("forward op", String(step.forward)));
   else if (step.op && index > 0) parts.push(row("op", String(step.op)));
+  if (source) parts.push(sourceRow(source)); // the line that made the node
   if (step.received && step.received.length) parts.push(list("received", step.received.map(String)));
   if (step.sent && step.sent.length) {
     parts.push(list("sent", step.sent.map((s) => `${s.slot} → ${s.to}: ${s.value}`)));
@@ -34,14 +36,15 @@ export function fillPanel(panel, step, index) {
 }
 
 // A forward frame: which op ran, at which line, what it made and what autograd recorded.
-export function fillForward(panel, op) {
+export function fillForward(panel, op, source = null) {
   const parts = [];
   const head = element("div", "gv-panel-head");
   head.append(element("span", "gv-panel-index", `forward ${op.index || ""}`));
   head.append(element("span", "gv-panel-type", op.recorded || op.type || ""));
   parts.push(head);
   if (op.code) parts.push(row("code", String(op.code)));
-  if (op.line) parts.push(row("line", String(op.line)));
+  if (source) parts.push(sourceRow(source, false)); // the line, with its link
+  else if (op.line) parts.push(row("line", String(op.line)));
   if (op.outputs && op.outputs.length) parts.push(list("made", op.outputs.map(String)));
   parts.push(element("p", "gv-narration", op.narration || ""));
   panel.replaceChildren(...parts);

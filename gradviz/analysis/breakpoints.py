@@ -66,7 +66,11 @@ def breakpoint_data(recording: Recording) -> dict[str, Any]:
     (None: no such step), per step 0..N the smallest and largest gradient norm (None: no
     gradient with a norm; NaN norms left out, an Inf one kept, written "Infinity" in the
     page's JSON) and the steps with a NaN or Inf gradient, so the page finds other
-    thresholds itself. Step 0 (the seed) shows the seeds' norms."""
+    thresholds itself. Step 0 (the seed) shows the seeds' norms. The norms are the ones
+    ``find`` compares, unrounded, so that the page stops where ``find`` does for any
+    threshold. Under ``gradviz.watch(model)`` also ``scopes`` (each module call's path and
+    the index of the call around it) and ``step_scopes`` (per step 0..N the innermost call
+    its node was made in, or None), for "next step in a module"."""
     rows: list[tuple[float | None, float | None, bool]] = []
     with summaries_once():
         rows.append(_norm_row(recording.seeds.values()))
@@ -75,13 +79,20 @@ def breakpoint_data(recording: Recording) -> dict[str, Any]:
     bad = [i for i in steps if rows[i][2]]
     above = next((i for i in steps if _above(rows[i][1], DEFAULT_NORM_ABOVE)), None)
     below = next((i for i in steps if _below(rows[i][0], DEFAULT_NORM_BELOW)), None)
-    return {
+    data: dict[str, Any] = {
         "nonfinite": bad[0] if bad else None,
         "norm_above": {"threshold": DEFAULT_NORM_ABOVE, "step": above},
         "norm_below": {"threshold": DEFAULT_NORM_BELOW, "step": below},
-        "norms": [[_short(low), _short(high)] for low, high, _ in rows],
+        "norms": [[low, high] for low, high, _ in rows],
         "nonfinite_steps": bad,
     }
+    forward = recording.graph.forward
+    if forward is not None and forward.modules:
+        data["scopes"] = [[scope.path, scope.parent] for scope in forward.modules]
+        data["step_scopes"] = [None] + [
+            forward.node_modules.get(step.node_id) for step in recording.steps
+        ]
+    return data
 
 
 # -- the conditions --------------------------------------------------------------------
@@ -131,11 +142,6 @@ def _norm_row(values: Iterable[GradValue]) -> tuple[float | None, float | None, 
     norms = [s.norm for s in summaries if s.norm is not None and not math.isnan(s.norm)]
     bad = any(_is_nonfinite(s) for s in summaries)
     return (min(norms) if norms else None, max(norms) if norms else None, bad)
-
-
-def _short(norm: float | None) -> float | None:
-    """Four significant digits: enough for a threshold typed in the page, and short."""
-    return None if norm is None else float(f"{norm:.4g}")
 
 
 # -- checking the arguments --------------------------------------------------------------

@@ -55,6 +55,7 @@ from gradviz.replay.forwardframes import (
 from gradviz.replay.layouts import layout_batch, pending_svgs, view_dot
 from gradviz.replay.modules import _boxes, box_class, module_css, view_render_options
 from gradviz.replay.overlays import overlay_data
+from gradviz.replay.sources import source_lines
 from gradviz.replay.styles import SvgTemplate, step_css
 
 __all__ = [
@@ -516,7 +517,9 @@ def replay_data(
     repetition it runs in, and ``folded`` maps its node to the box drawn for it.
     Under ``watch()`` the data also holds ``first`` (-F) and ``forward`` (the panel of each
     forward frame, in order); without it, neither key exists. ``breakpoints``: what a "Run
-    to" control needs (``gradviz.analysis.breakpoints.breakpoint_data``).
+    to" control needs (``gradviz.analysis.breakpoints.breakpoint_data``). Under ``watch()``
+    ``sources``: the source line that made each step's and frame's node
+    (``gradviz.replay.sources.source_lines``).
     """
     prefix = prefix or recording.graph.prefix
     with narrating(recording.graph):
@@ -542,6 +545,9 @@ def replay_data(
     if count:
         data["first"] = -count
         data["forward"] = describe_forwards(recording)
+    sources = source_lines(recording)
+    if sources is not None:
+        data["sources"] = sources
     return data
 
 
