@@ -76,7 +76,24 @@ function recolour(g, cls) {
   g.dataset.colour = cls || "";
 }
 
+// The keys a focused slider moves with never reach the page's own shortcuts (JupyterLab's
+// listen on the document and take the arrows): stopped on the window in the capture phase,
+// before them; the browser still moves the slider, its default action.
+const SLIDER_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+let guarding = false;
+function guardSliderKeys() {
+  if (guarding) return;
+  guarding = true;
+  window.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if (SLIDER_KEYS.has(event.key) && target instanceof Element && target.matches(".gv-strip .gv-slider")) {
+      event.stopPropagation();
+    }
+  }, true);
+}
+
 export function mountFilmstrip(root, data, { openReplay, onStep, title } = {}) {
+  guardSliderKeys();
   const steps = data.steps;
   const n = steps.length;
   const scale = data.scale;
