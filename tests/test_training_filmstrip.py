@@ -157,6 +157,7 @@ def test_save_writes_each_kept_steps_replay_beside_the_strip(tmp_path: Path) -> 
     assert data["layout"]["svg"].startswith("<svg") and data["layout"]["paint"]
     replay = (tmp_path / "strip-step3.html").read_text(encoding="utf-8")
     assert "training step 3" in replay and "gv-stepper" in replay
+    assert '<a class="gv-back" href="strip.html">' in replay  # back to the strip
 
 
 def test_a_full_disk_leaves_no_strip_linking_a_missing_replay(

@@ -12,6 +12,7 @@ content made elsewhere (the command line's fitted drawing, its text account).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -168,8 +169,14 @@ def _replay_pages(
     pages = {
         step: target.with_name(f"{target.stem}-step{step}.html") for step in sorted(run.recordings)
     }
+    back = f'<p><a class="gv-back" href="{html.escape(quote(target.name))}">the film strip</a></p>'
     files: list[tuple[Path, Content]] = [
-        (path, replay_html(run.recordings[step], title=f"{target.stem}: training step {step}"))
+        (
+            path,
+            replay_html(
+                run.recordings[step], title=f"{target.stem} · training step {step}", after=back
+            ),
+        )
         for step, path in pages.items()
     ]
     return files, {"replays": {step: quote(path.name) for step, path in pages.items()}}

@@ -22,13 +22,15 @@ from gradviz.render.pagesvg import page_svg
 
 __all__ = ["BINS", "colour_class", "layout_data", "paint_map"]
 
-BINS = 8  # colours between the vanishing and the exploding band, one per equal log step
+# colours between the vanishing and the exploding band, one per equal log step: with the
+# default bands (1e-6, 1e3) one per decade
+BINS = 9
 
 
 def colour_class(value: float | None, low: float, high: float) -> str:
     """The colour class of a norm: ``gv-c-none`` (no gradient), ``gv-c-bad`` (NaN or Inf),
     ``gv-c-low`` (below ``low``: vanishing), ``gv-c-high`` (above ``high``: exploding), else
-    ``gv-c0``..``gv-c7`` by where ``log10(value)`` falls between ``log10(low)`` and
+    ``gv-c0``..``gv-c8`` by where ``log10(value)`` falls between ``log10(low)`` and
     ``log10(high)`` (the front end computes the same)."""
     if value is None:
         return "gv-c-none"
