@@ -1,5 +1,5 @@
 // Bundles the front end (frontend/entries/*.js and the modules they import) into the files
-// gradviz inlines, assets/stepper-*.js and assets/filmstrip.js, minified by esbuild.
+// gradviz inlines, assets/stepper-*.js and assets/filmstrip*.js, minified by esbuild.
 //   node frontend/build.mjs          write them
 //   node frontend/build.mjs --check  exit 1 when a committed bundle differs from its sources
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -16,6 +16,7 @@ export const BUNDLES = {
   "page-lazy-explain.js": "stepper-page-lazy-explain.js",
   "widget.js": "stepper-widget.js",
   "filmstrip.js": "filmstrip.js",
+  "filmstrip-widget.js": "filmstrip-widget.js",
 };
 
 // The overlays' registry, "gradviz:overlays": [key, class] for each key of

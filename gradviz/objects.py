@@ -343,9 +343,33 @@ class TrainingRun(_training.TrainingRun):
         value and at each module's vanishing / exploding onset (by the two thresholds)."""
         return filmstrip_html(self, title, vanishing_below, exploding_above)
 
+    def widget(
+        self,
+        vanishing_below: float = _training.VANISHING_BELOW,
+        exploding_above: float = _training.EXPLODING_ABOVE,
+        replays: bool = True,
+    ) -> Any:
+        """The film strip as a notebook widget (``gradviz.stepper.filmwidget.FilmStrip``;
+        needs the notebook extra): the kept steps' replays open below it."""
+        from gradviz.stepper.filmwidget import FilmStrip
+
+        return FilmStrip(self, vanishing_below, exploding_above, replays)
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, Any]]:
+        """Jupyter display: the film strip widget, or a line of text without one."""
+        text = f"TrainingRun: {self.summary_text()}"
+        try:
+            bundle = self.widget()._repr_mimebundle_()
+        except ImportError:  # no notebook extra
+            return {"text/plain": f"{text}\n(install torch-gradviz[notebook] for the film strip)"}
+        return bundle if bundle is not None else {"text/plain": text}
+
     def save(self, path: str | Path, **options: Unpack[FilmStripKeywords]) -> Path:
-        """.html (the film strip page, ``html()``'s keywords) or .json (``to_dict()``),
-        written atomically."""
+        """.html (the film strip page, ``html()``'s keywords; each recorded step's replay
+        is written beside it first, ``<stem>-step<k>.html``, and linked) or .json
+        (``to_dict()``), written atomically."""
         if options and Path(path).suffix.lower() != ".html":
             raise InvalidArgument(
                 f"save({Path(path).name!r}) does not take {', '.join(sorted(options))}: "

@@ -17,6 +17,8 @@ BUNDLES = (
     "stepper-page-explain.js",
     "stepper-page-lazy-explain.js",
     "stepper-widget.js",
+    "filmstrip.js",
+    "filmstrip-widget.js",
 )
 
 

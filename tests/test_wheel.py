@@ -58,6 +58,8 @@ def test_the_wheel_renders_everything_in_a_bare_venv_without_dot(tmp_path: Path)
         "stepper.css",
         "themes.json",
         "filmstrip.js",
+        "filmstrip-widget.js",
+        "filmstrip.css",
     ):
         assert f"gradviz/assets/{asset}" in names
     assert "gradviz/py.typed" in names

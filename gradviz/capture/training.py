@@ -167,6 +167,8 @@ class TrainingWatch:
             root = tensors if isinstance(tensors, torch.Tensor) else None
             if root is not None and not self._logged and root.numel() == 1:
                 self._loss = root.detach().reshape(()).clone()
+            if self.run.graph is None and self._wanted():
+                self.run.graph = self._read("the backward graph", lambda: self._layout(tensors))
             if self.step in self.keep_steps and self.step not in self.run.recordings:
                 self._record_or_run(original, tensors, args, kwargs)
             elif self.edges and self._wanted():
@@ -181,6 +183,16 @@ class TrainingWatch:
         if self.optimizer is None:
             self._commit()
         return None
+
+    def _layout(self, tensors: Any) -> Any:
+        """The backward graph about to run, walked (``trace``: the ids a recording of the
+        same graph has) and kept as plain data, so no autograd node outlives its step."""
+        roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+        walked = trace(*roots, params=self._named())
+        return type(walked).from_dict(walked.to_dict())
+
+    def _named(self) -> list[tuple[str, torch.Tensor]]:
+        return list(zip(self.run.params, self.tensors, strict=True))
 
     def _read(self, what: str, look: Any) -> Any:
         """``look()``, or None with a warning and a note when it fails: gradviz only

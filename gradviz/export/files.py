@@ -4,15 +4,19 @@ not at all (``gradviz.atomic``).
 
 ``save(obj, path, options)`` finds the writers of the object's class (or of the nearest
 class above it in the table), refuses a suffix it has none for with ``UnsupportedFormat``
-(listing those it has), and returns the path written. ``write_file`` is the door for
+(listing those it has), and returns the path written. A file that links others (the film
+strip links each kept step's replay page) has its companions written first, each whole, so
+the file never links one that is not there. ``write_file`` is the door for
 content made elsewhere (the command line's fitted drawing, its text account).
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from gradviz.analysis.diff import RecordingDiff
 from gradviz.analysis.health import gradient_health
@@ -154,6 +158,33 @@ WRITERS: dict[type, dict[str, Writer]] = {
     },
 }
 
+Companions = Callable[[Any, Path], tuple[list[tuple[Path, Content]], dict[str, Any]]]
+
+
+def _replay_pages(
+    run: TrainingRun, target: Path
+) -> tuple[list[tuple[Path, Content]], dict[str, Any]]:
+    """Each recorded training step's replay page, ``<stem>-step<k>.html`` beside the strip,
+    and the strip's ``replays`` option linking them."""
+    pages = {
+        step: target.with_name(f"{target.stem}-step{step}.html") for step in sorted(run.recordings)
+    }
+    back = f'<p><a class="gv-back" href="{html.escape(quote(target.name))}">the film strip</a></p>'
+    files: list[tuple[Path, Content]] = [
+        (
+            path,
+            replay_html(
+                run.recordings[step], title=f"{target.stem} · training step {step}", after=back
+            ),
+        )
+        for step, path in pages.items()
+    ]
+    return files, {"replays": {step: quote(path.name) for step, path in pages.items()}}
+
+
+# the files a file links, written before it: (kind, suffix) -> them and the options naming them
+_COMPANIONS: dict[tuple[type, str], Companions] = {(TrainingRun, ".html"): _replay_pages}
+
 # what each kind checks of its keywords before it draws (a page's or an SVG's keywords)
 _CHECKED: tuple[type, ...] = (Recording, OptimizerStep)
 # what the error adds for a suffix the kind does not take
@@ -188,7 +219,14 @@ def save(obj: object, path: str | Path, options: Mapping[str, Any]) -> Path:
         )
     if kind in _CHECKED:
         check_save_keywords(target, options)
-    return write_file(target, writer(obj, target, dict(options)))
+    chosen = dict(options)
+    companions = _COMPANIONS.get((kind, suffix))
+    if companions is not None:
+        linked, named = companions(obj, target)
+        for path, content in linked:
+            write_file(path, content)
+        chosen.update(named)
+    return write_file(target, writer(obj, target, chosen))
 
 
 def save_steps(recording: Recording, folder: str | Path, options: Mapping[str, Any]) -> list[Path]:

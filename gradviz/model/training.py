@@ -99,7 +99,9 @@ class TrainingRun:
     (one per group). ``recordings`` maps a step to its full recording, for the steps
     asked for; ``edge_norms`` (with ``edges=True``) maps a step to the norm of
     the gradient each backward edge sent, by the edge keys of a recording of that graph
-    (``"n3.0"``: slot 0 of node n3), about 100 bytes per edge per step as Python dicts."""
+    (``"n3.0"``: slot 0 of node n3), about 100 bytes per edge per step as Python dicts;
+    ``graph`` the first watched backward's graph (plain data, drawn once by the film
+    strip and recoloured per step)."""
 
     params: list[str]
     groups: list[int]
@@ -114,6 +116,9 @@ class TrainingRun:
     recordings: dict[int, Any] = field(default_factory=dict)
     edge_norms: dict[int, dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the first watched backward's graph as plain data (``Graph``, no live torch objects):
+    # the layout the film strip recolours per step; None before any backward
+    graph: Any = field(default=None, repr=False, compare=False)
     # set by the capture while training runs: brings pending rows in before a query
     _settle: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     _log: Callable[[Any], None] | None = field(default=None, repr=False, compare=False)
@@ -155,6 +160,15 @@ class TrainingRun:
     def modules(self) -> list[str]:
         """The owning modules, in the order of their first parameter."""
         return list(dict.fromkeys(owner_of(name) for name in self.params))
+
+    def summary_text(self) -> str:
+        """One line: the kept steps, the parameters, the recordings, the first non-finite."""
+        bad = self.first_nonfinite()
+        return (
+            f"a training run of {len(self)} kept steps, {len(self.params)} parameter tensors, "
+            f"recorded in full: {sorted(self.recordings) or 'none'}, first non-finite: "
+            f"{'none' if bad is None else f'step {bad.step}'}"
+        )
 
     def bytes_per_step(self) -> int:
         """The memory one kept step costs (the arrays' items), recordings not counted."""
