@@ -46,6 +46,7 @@ from gradviz.model import training as _training
 from gradviz.model.public import as_public, register_public
 from gradviz.render.export import graph_dot, graph_svg
 from gradviz.render.options import RenderKeywords
+from gradviz.render.picture import Picture
 from gradviz.replay.frames import (
     forward_frame,
     make_frame,
@@ -100,7 +101,9 @@ class Graph(_graph.Graph):
         """Jupyter display: the SVG, and a text summary where SVG cannot be shown."""
         bundle = {"text/plain": self.summary_text()}
         try:
-            bundle["image/svg+xml"] = self.svg()
+            picture = self.svg()
+            bundle["image/svg+xml"] = str(picture)
+            bundle["text/html"] = picture._repr_html_()  # never wider than the output
         except GradvizError as error:  # Graphviz missing: show the text and say why
             bundle["text/plain"] += f"\n(no diagram: {error})"
         return bundle
@@ -137,11 +140,12 @@ class Recording(_recording.Recording):
 
     def svg(
         self, step: int | None = None, health: bool = False, **options: Unpack[RenderKeywords]
-    ) -> str:
+    ) -> Picture:
         """The replay's one layout, styled for ``step`` (default: the last; under ``watch()``,
         -F..-1 are the forward frames). ``health=True`` draws each edge's width by
-        log10‖g‖ and its colour by band (vanishing, exploding): see ``health()``."""
-        return files.recording_svg(self, step, health, options)
+        log10‖g‖ and its colour by band (vanishing, exploding): see ``health()``. A
+        notebook shows it in a box that scrolls sideways where it is wider than the output."""
+        return Picture(files.recording_svg(self, step, health, options))
 
     def health(self, vanishing_below: float = 1e-6, exploding_above: float = 1e3) -> GradientHealth:
         """log10‖g‖ of every edge's gradient with its band, and per-module parameter

@@ -22,6 +22,7 @@ from gradviz.model.public import register_public
 from gradviz.render import reports as _draw
 from gradviz.render.export import graph_dot, graph_svg
 from gradviz.render.options import RenderKeywords
+from gradviz.render.picture import Picture
 from gradviz.render.theme import Theme
 from gradviz.stepper.diffpage import diff_html
 
@@ -42,9 +43,9 @@ class RecordingDiff(_diff.RecordingDiff):
     def to_dot(self, **options: Unpack[RenderKeywords]) -> str:
         return _draw.diff_dot(self, **options)
 
-    def svg(self, **options: Unpack[RenderKeywords]) -> str:
+    def svg(self, **options: Unpack[RenderKeywords]) -> Picture:
         """The union on one layout: unmatched nodes marked, changed gradients labelled."""
-        return _draw.diff_svg(self, **options)
+        return Picture(_draw.diff_svg(self, **options))
 
     def summary_html(self) -> str:
         return _draw.diff_summary_html(self)
@@ -70,8 +71,8 @@ class InplaceReport(_inplace.InplaceReport):
         """The watched combined view with the node, the tensor and the in-place op marked."""
         return graph_dot(self.graph, **_draw.inplace_options(self, options))
 
-    def svg(self, **options: Unpack[RenderKeywords]) -> str:
-        return graph_svg(self.graph, **_draw.inplace_options(self, options))
+    def svg(self, **options: Unpack[RenderKeywords]) -> Picture:
+        return Picture(graph_svg(self.graph, **_draw.inplace_options(self, options)))
 
     def save(self, path: str | Path, **options: Unpack[RenderKeywords]) -> Path:
         """Write .svg/.png/.pdf/.dot with the finding marked (the suffix chooses)."""
@@ -86,8 +87,8 @@ class NoGradReport(_nograd.NoGradReport):
         """The graph with the cause marked in the theme's highlight style."""
         return graph_dot(self.graph, **_draw.nograd_options(self, options))
 
-    def svg(self, **options: Unpack[RenderKeywords]) -> str:
-        return graph_svg(self.graph, **_draw.nograd_options(self, options))
+    def svg(self, **options: Unpack[RenderKeywords]) -> Picture:
+        return Picture(graph_svg(self.graph, **_draw.nograd_options(self, options)))
 
     def save(self, path: str | Path, **options: Unpack[RenderKeywords]) -> Path:
         """Write .svg/.png/.pdf/.dot with the cause marked (the suffix chooses)."""

@@ -44,20 +44,53 @@ export function element(tag, className, text) {
   return e;
 }
 
+// The notebook front end's own mark of its theme, "dark", "light", or null where the page
+// has none: JupyterLab's body[data-jp-theme-light], VS Code's body classes (a high-contrast
+// light theme has "vscode-high-contrast" too), marimo's body[data-theme], Colab's html[theme].
+export function frontEndTheme(doc = document) {
+  const body = doc.body;
+  const html = doc.documentElement;
+  if (body) {
+    const jupyterlab = body.getAttribute("data-jp-theme-light");
+    if (jupyterlab !== null) return jupyterlab === "false" ? "dark" : "light";
+    const classes = body.classList;
+    if (classes.contains("vscode-light") || classes.contains("vscode-high-contrast-light")) return "light";
+    if (classes.contains("vscode-dark") || classes.contains("vscode-high-contrast")) return "dark";
+    const marimo = body.getAttribute("data-theme");
+    if (marimo === "dark" || marimo === "light") return marimo;
+  }
+  const colab = html ? html.getAttribute("theme") : null;
+  return colab === "dark" || colab === "light" ? colab : null;
+}
+
 export function pageIsDark() {
-  const body = document.body;
-  const light = body ? body.getAttribute("data-jp-theme-light") : null;
-  if (light !== null) return light === "false";
+  const marked = frontEndTheme();
+  if (marked !== null) return marked === "dark";
   return !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
 }
 
-// The stepper's dark class follows JupyterLab's theme (body[data-jp-theme-light]) or the
-// system's preference; returns a function that stops following.
+// The marks frontEndTheme reads, on <body> and on <html>: a change to one re-reads the theme.
+const BODY_MARKS = ["data-jp-theme-light", "class", "data-theme"];
+const HTML_MARKS = ["theme"];
+
+// The stepper's dark class follows the front end's theme (frontEndTheme), switched while it
+// shows, or else the system's preference; returns a function that stops following.
 export function followTheme(root) {
   const applyTheme = () => root.classList.toggle("gv-dark", pageIsDark());
   applyTheme();
-  if (!document.body || !window.MutationObserver) return () => {};
-  const observer = new MutationObserver(applyTheme);
-  observer.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
-  return () => observer.disconnect();
+  const stops = [];
+  const scheme = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+  if (scheme && scheme.addEventListener) {
+    scheme.addEventListener("change", applyTheme);
+    stops.push(() => scheme.removeEventListener("change", applyTheme));
+  }
+  if (document.body && window.MutationObserver) {
+    const observer = new MutationObserver(applyTheme);
+    observer.observe(document.body, { attributes: true, attributeFilter: BODY_MARKS });
+    observer.observe(document.documentElement, { attributes: true, attributeFilter: HTML_MARKS });
+    stops.push(() => observer.disconnect());
+  }
+  return () => {
+    for (const stop of stops) stop();
+  };
 }

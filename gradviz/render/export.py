@@ -15,6 +15,7 @@ from gradviz.errors import InvalidArgument
 from gradviz.model.graph import Graph
 from gradviz.render.backend import FORMATS, run_dot
 from gradviz.render.options import RenderKeywords, RenderOptions
+from gradviz.render.picture import Picture
 from gradviz.render.views import to_dot
 
 __all__ = ["GRAPH_SUFFIXES", "graph_dot", "graph_file", "graph_svg"]
@@ -29,10 +30,11 @@ def graph_dot(graph: Graph, **options: Unpack[RenderKeywords]) -> str:
     return to_dot(graph, RenderOptions.make(**options))
 
 
-def graph_svg(graph: Graph, **options: Unpack[RenderKeywords]) -> str:
+def graph_svg(graph: Graph, **options: Unpack[RenderKeywords]) -> Picture:
     """The graph laid out by Graphviz ``dot``, as SVG text (``Graph.svg`` is this
-    function)."""
-    return run_dot(graph_dot(graph, **options), "svg").decode("utf-8")
+    function); a notebook shows it in a box that scrolls sideways where it is wider than
+    the output."""
+    return Picture(run_dot(graph_dot(graph, **options), "svg").decode("utf-8"))
 
 
 def graph_file(graph: Graph, suffix: str, options: Mapping[str, Any]) -> bytes | str:
