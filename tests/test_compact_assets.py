@@ -17,6 +17,7 @@ BUNDLES = (
     "stepper-page-explain.js",
     "stepper-page-lazy-explain.js",
     "stepper-widget.js",
+    "stepper-embedded.js",
 )
 
 
