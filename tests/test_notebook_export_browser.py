@@ -1,7 +1,8 @@
 """A notebook exported with ``jupyter nbconvert --to html --execute`` stays steppable: its
 stepper output carries an offline stepper that opens in the view picked in the widget, steps
 under the real keyboard and mouse, and fetches nothing. Reopened in JupyterLab without its
-widget state, the notebook shows that stepper where the widget was, not an error."""
+widget state, the notebook shows that stepper where the widget was, not an error; with the
+kernel running, the live widget alone."""
 
 from __future__ import annotations
 
@@ -141,3 +142,20 @@ def test_a_notebook_reopened_without_widget_state_shows_the_stepper_not_an_error
             page.wait_for_function(
                 "([r, s]) => Number(r.dataset.step) === s", arg=[root, first + 1]
             )
+
+
+def test_with_its_kernel_the_live_widget_shows_and_the_fallback_never_mounts(
+    tmp_path: Path,
+) -> None:
+    from tests.support.jupyterlab import jupyterlab, run_all_cells
+
+    with jupyterlab(tmp_path / "lab", CELLS) as url, chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        run_all_cells(page, url)
+        widget = page.wait_for_selector(".jp-OutputArea-output:not([data-mime-type]) .gv-stepper")
+        page.wait_for_function("(r) => r.dataset.view === 'combined'", arg=widget)
+        holder = page.wait_for_selector(".gv-static[data-gv-fallback]", state="attached")
+        assert not holder.is_visible()
+        script = holder.query_selector("script.gv-replay-data")
+        assert script is not None and script.get_attribute("data-gv-mounted") is None
+        assert len(page.query_selector_all(".gv-stepper")) == 1
