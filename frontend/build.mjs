@@ -15,6 +15,7 @@ export const BUNDLES = {
   "page-explain.js": "stepper-page-explain.js",
   "page-lazy-explain.js": "stepper-page-lazy-explain.js",
   "widget.js": "stepper-widget.js",
+  "embedded.js": "stepper-embedded.js",
   "filmstrip.js": "filmstrip.js",
   "filmstrip-widget.js": "filmstrip-widget.js",
 };

@@ -19,6 +19,7 @@ BUNDLES = (
     "stepper-widget.js",
     "filmstrip.js",
     "filmstrip-widget.js",
+    "stepper-embedded.js",
 )
 
 

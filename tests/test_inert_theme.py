@@ -23,7 +23,7 @@ import torch
 import gradviz
 from gradviz.errors import GradvizError, InvalidInput
 from gradviz.render.theme import DEFAULT, THEMES, RoleStyle, StepStyle, Theme
-from gradviz.stepper.page import replay_html, static_html, stepper_payload
+from gradviz.stepper.page import replay_html, static_html, stepper_payload, unpack_state
 from tests.support.inert import assert_inert_page, assert_inert_payload, assert_inert_svg
 
 INJECTIONS = [
@@ -208,8 +208,11 @@ def test_allowed_fonts_keep_svg_and_fallback_inert(font: str) -> None:
     bundle = Stepper(recording, theme=theme)._repr_mimebundle_()
     assert bundle is not None
     html = bundle[0]["text/html"]
-    assert "<script" not in html
-    assert_inert_svg(html.split("<div>", 1)[1].rsplit("</div><div", 1)[0])
+    # the offline stepper's two scripts only: its data (JSON) and the bundled front end
+    scripts = re.findall(r"<script([^>]*)>", html)
+    assert scripts == [' type="application/json" class="gv-replay-data"', ' type="module"']
+    assert_inert_payload(unpack_state(html))
+    assert_inert_svg(bundle[0]["image/svg+xml"])
 
 
 @pytest.mark.parametrize("font", [INJECTIONS[0], INJECTIONS[2], 'Arial"', "Arial;x", "A<b>"])

@@ -36,7 +36,11 @@ def _exported(notebook: object) -> str:
 
 
 def _static_pictures(page: str) -> list[str]:
-    return re.findall(r'<div class="gv-static"[^>]*>\s*<div>\s*<svg', page)
+    return re.findall(
+        r'<div class="gv-static"[^>]*>(?:(?!</div>).)*?<div class="gv-picture"><div><svg',
+        page,
+        re.S,
+    )
 
 
 def test_the_export_of_a_notebook_saved_with_widget_state_shows_the_final_step(

@@ -176,7 +176,8 @@ def test_a_step_displays_as_the_stepper_with_its_panel() -> None:
     step, *_ = stepped(OPTIMIZERS["sgd_momentum"])
     data, _ = step._repr_mimebundle_()
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"]
-    assert "<svg" in data["text/html"] and "<script" not in data["text/html"]
+    assert "<svg" in data["text/html"]  # the final step, and the stepper with the panel:
+    assert unpack_state(data["text/html"])["data"]["optimizer"]
 
 
 def test_the_step_page_shows_the_parameters_the_backward_used() -> None:

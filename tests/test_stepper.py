@@ -121,10 +121,11 @@ def test_recording_displays_as_stepper_with_html_fallback(recording: Recording) 
     data, _metadata = recording._repr_mimebundle_()
     assert data[WIDGET_VIEW]["model_id"]
     html = data["text/html"]
-    assert "<svg" in html and "<script" not in html
+    assert "<svg" in html and "gv-replay-data" in html  # the final step, and the stepper
     final = f'id="{recording.graph.prefix}_{recording.order[-1]}" class="node gv_node gv_active"'
-    assert final in html
-    assert 'gv_hidegrad"' not in html  # every gradient has flowed by the final step
+    picture = data["image/svg+xml"]
+    assert final in picture and picture in html
+    assert 'gv_hidegrad"' not in picture  # every gradient has flowed by the final step
     assert "Recording" in data["text/plain"]
 
 

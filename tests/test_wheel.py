@@ -55,6 +55,7 @@ def test_the_wheel_renders_everything_in_a_bare_venv_without_dot(tmp_path: Path)
     for asset in (
         "stepper-page.js",
         "stepper-widget.js",
+        "stepper-embedded.js",
         "stepper.css",
         "themes.json",
         "filmstrip.js",

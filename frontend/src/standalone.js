@@ -71,7 +71,7 @@ export function expandBorn(state) {
 }
 
 // gzip, 7 bits a character -> text, with the browser's own decompressor (no library, no eval).
-async function inflate(packed) {
+export async function inflate(packed) {
   const stream = new Blob([sevenBitBytes(packed)]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Response(stream).text();
 }

@@ -4,16 +4,19 @@
 import { mount } from "./mount.js";
 
 // anywidget's render, with the `features` mount takes. Once the live stepper shows, the
-// static picture published beside it for places where widgets do not run (an exported page)
-// steps aside. `features.leaves` (leaves.js): an explorer's model (gradviz.explore) gets its
-// leaves panel above the stepper, and each new recording (change:revision) mounts the
-// stepper again in place, at the model's step.
+// fallback published beside it for places where widgets do not run (an exported page: its
+// picture and offline stepper, gradviz/stepper/embed.py) steps aside. `features.leaves`
+// (leaves.js): an explorer's model (gradviz.explore) gets its leaves panel above the stepper,
+// and each new recording (change:revision) mounts the stepper again in place, at the model's
+// step.
 export function widgetRender(features) {
   return ({ model, el }) => {
     const fallback = String(model.get("fallback") || "");
     if (fallback) {
       for (const e of document.querySelectorAll(".gv-static[data-gv-fallback]")) {
-        if (e.getAttribute("data-gv-fallback") === fallback) e.style.display = "none";
+        if (e.getAttribute("data-gv-fallback") !== fallback) continue;
+        e.style.display = "none";
+        e.dispatchEvent(new CustomEvent("gv-retire")); // its own stepper, if it mounted one, goes
       }
     }
     const leaves = model.get("leaves");

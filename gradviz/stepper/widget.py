@@ -16,7 +16,6 @@ as one box, ``"modules"`` draws them as clusters; clicking a box in the browser 
 
 from __future__ import annotations
 
-import html
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from gradviz.model.graph import Graph
 from gradviz.model.optstep import OptimizerStep
 from gradviz.model.recording import Recording
 from gradviz.render.options import StyleKeywords
+from gradviz.render.pagesvg import page_svg
 from gradviz.replay.frames import (
     ForwardFrame,
     Frame,
@@ -42,12 +42,12 @@ from gradviz.replay.frames import (
 )
 from gradviz.replay.modules import view_render_options
 from gradviz.replay.optstep import optimizer_data
+from gradviz.stepper.embed import fallback_bundle
 from gradviz.stepper.page import (
     asset_text,
     chosen_views,
     default_view,
     layout_view,
-    static_html,
     stepper_payload,
 )
 
@@ -205,12 +205,15 @@ class Stepper(anywidget.AnyWidget):
         return step_svg(self.recording, self.step, **view_render_options(self._options, self.view))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The widget view, plus a static final step for places where widgets do not run.
+        """The widget view, plus the fallback (``gradviz.stepper.embed``: an offline stepper
+        in the view shown, and its picture) for places where the widget cannot run.
 
-        Inside a kernel the static step is its own output, published just before the
-        widget's: an HTML export (nbconvert) of a notebook saved with widget state picks
-        the widget view over any ``text/html`` beside it in the same output, and draws
-        nothing without the widget's JavaScript. The live widget hides that output.
+        Inside a kernel the fallback is its own output, published just before the widget's
+        with a display id, and updated when a view is picked in the widget (the notebook
+        saves the view the stepper shows): an HTML export (nbconvert) of a notebook saved
+        with widget state picks the widget view over any ``text/html`` beside it in the same
+        output, and draws nothing without the widget's JavaScript. The live widget hides
+        that output.
         """
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
@@ -218,30 +221,53 @@ class Stepper(anywidget.AnyWidget):
         data, metadata = bundle
         data = dict(data)
         data["text/plain"] = f"Stepper over {self.recording!r}"
-        static = static_html(self.recording, **self._options)
-        if _publish_fallback(self, static):
+        if not self.fallback:
+            self.fallback = f"gv-{self.model_id}"
+        if _in_kernel():
+            self._fallback_display = f"gradviz-fallback-{self.model_id}"
+            _publish(self._fallback(), transient={"display_id": self._fallback_display})
             data.pop("text/html", None)
         else:
-            data["text/html"] = static
+            shown = self._fallback()
+            data.update({k: v for k, v in shown.items() if k != "text/plain"})
         return data, metadata
 
+    _fallback_display = ""  # the display id of the fallback published in a kernel
 
-def _publish_fallback(stepper: Stepper, static: str) -> bool:
-    """Publish ``static`` as an output of its own when a kernel runs us; True if it did."""
+    def _fallback(self) -> dict[str, str]:
+        """The fallback bundle as the widget stands: its view, its step, its views laid out."""
+        state = {
+            "svgs": self.svgs,
+            "data": self.data,
+            "css": self.css,
+            "view": self.view,
+            "step": self.step,
+            "born": self.born,
+        }
+        final = step_svg(self.recording, self.last, **view_render_options(self._options, self.view))
+        return fallback_bundle(state, page_svg(final), self.fallback, len(self.recording.steps))
+
+    @traitlets.observe("view")
+    def _view_changed(self, _: Any) -> None:
+        """A view picked (in the browser or from Python): the published fallback follows."""
+        if self._fallback_display:
+            _publish(
+                self._fallback(), transient={"display_id": self._fallback_display}, update=True
+            )
+
+
+def _in_kernel() -> bool:
+    """Whether a Jupyter kernel runs us (where outputs can be published and updated)."""
     try:
         from IPython import get_ipython
-        from IPython.display import publish_display_data
     except ImportError:  # pragma: no cover - anywidget depends on IPython
         return False
     shell = get_ipython()
-    if shell is None or getattr(shell, "kernel", None) is None:
-        return False
-    if not stepper.fallback:
-        stepper.fallback = f"gv-{stepper.model_id}"
-    token = html.escape(stepper.fallback, quote=True)
-    marked = static.replace(
-        '<div class="gv-static">', f'<div class="gv-static" data-gv-fallback="{token}">', 1
-    )
-    shown = {"text/html": marked, "text/plain": "(gradviz: the final step)"}
-    publish_display_data(shown)  # type: ignore[no-untyped-call]
-    return True
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _publish(data: dict[str, str], transient: dict[str, str], update: bool = False) -> None:
+    """Publish ``data`` as an output (``update``: replace the one with the same display id)."""
+    from IPython.display import publish_display_data
+
+    publish_display_data(data, transient=transient, update=update)  # type: ignore[no-untyped-call]
