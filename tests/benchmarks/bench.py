@@ -232,6 +232,18 @@ def replay_in_a_fresh_process(only: str) -> dict[str, Any]:
     return loaded
 
 
+def zoo_in_a_fresh_process(only: str) -> dict[str, Any]:
+    """The model zoo's table (zoo_bench.py), in a child process for the same reason as the
+    replay's: torch's functions as every user has them, not torchlens' wrappers."""
+    script = Path(__file__).resolve().parent / "zoo_bench.py"
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "zoo.json"
+        print(flush=True)
+        subprocess.run([sys.executable, str(script), only, "--json", str(out)], check=True)
+        loaded: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return loaded
+
+
 # -- one workload ----------------------------------------------------------------------------
 # trace + DOT against torchviz: each takes a few ms, so many rounds cost little and steady
 # the median where a machine's load comes and goes
@@ -657,6 +669,9 @@ def main(argv: list[str] | None = None) -> int:
         "--replay", default="all", help="replay workloads to run ('none': skip the replay table)"
     )
     parser.add_argument(
+        "--zoo", default="all", help="zoo models to run ('none': skip the zoo table)"
+    )
+    parser.add_argument(
         "--memory", action="store_true", help="only the peak memory, as JSON (the child's run)"
     )
     args = parser.parse_args(argv)
@@ -732,6 +747,9 @@ def main(argv: list[str] | None = None) -> int:
     replay: dict[str, Any] = {}
     if args.replay != "none":
         replay = replay_in_a_fresh_process(args.replay)
+    zoo: dict[str, Any] = {}
+    if args.zoo != "none":
+        zoo = zoo_in_a_fresh_process(args.zoo)
     elapsed = time.perf_counter() - started
     print(f"\n{len(rows)} workloads in {elapsed:.0f} s; memory: {MEMORY_METHOD}")
 
@@ -762,6 +780,7 @@ def main(argv: list[str] | None = None) -> int:
                 "fresh_process": fresh,
                 "targets": checks,
                 "replay": replay,
+                "zoo": zoo,
             },
             indent=1,
         )
