@@ -11,6 +11,10 @@ allocations); where that reset is refused, a thread samples ``VmRSS`` every 0.2 
 torchlens wraps torch's functions on its first use and keeps them wrapped, which would
 slow every later torch call; it is therefore measured last, after all gradviz and plain
 torch figures of every workload.
+
+The replay table (replay_bench.py) and the model zoo's table (zoo_bench.py: sixteen
+architectures against the targets of watch, record, save, page weight and the default
+drawing) follow, each in a child process (``--zoo none`` leaves the zoo out).
 """
 
 from __future__ import annotations

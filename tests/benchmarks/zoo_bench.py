@@ -243,7 +243,8 @@ def _mark(ok: bool | None) -> str:
 def report(rows: list[dict[str, Any]]) -> str:
     header = (
         "model", "nodes", "f+b ms", "watch×", "rec×", "w+rec×", "save s", "dot s", "save/dot",
-        "+f+b s", "MB/1k", "first view", "box %", "svg s", "default/tv", "vals=F/tv",
+        "+f+b s", "page kB", "MB/1k", "comb.", "first view", "box %", "svg s", "default/tv",
+        "vals=F/tv",
     )  # fmt: skip
     body = []
     for row in rows:
@@ -266,7 +267,9 @@ def report(rows: list[dict[str, Any]]) -> str:
                 f"{row['dot_s']:.2f}",
                 f"{row['save_vs_dot']:.1f}×{_mark(ok['save'])}",
                 f"{row['save_beyond_fwd_bwd_s']:.2f}",
+                f"{row['page_mb_per_1000'] * row['nodes']:.0f}",
                 f"{row['page_mb_per_1000']:.2f}{_mark(ok['page'])}",
+                "yes" if row["combined_in_page"] else "no",
                 f"{row['first_view_things']} ({row['first_view']})",
                 f"{row['biggest_box_share'] * 100:.0f}",
                 f"{row['trace_svg_s']:.2f}{' BUDGET' if row['svg_budget'] else ''}",
@@ -324,6 +327,12 @@ def main(argv: list[str]) -> int:
     if rest:
         only = rest[0]
     torch.set_num_threads(1)
+    try:  # its notes on fallback kernels and configurations are not the bench's
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        pass
+    else:
+        transformers_logging.set_verbosity_error()
     missing = [m.name for m in ZOO if not m.available()]
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
