@@ -25,7 +25,7 @@ help:
 	@echo "make lab    set up (+ JupyterLab), then open JupyterLab on notebooks/"
 	@echo "make assets regenerate the example diagrams in assets/"
 	@echo "make frontend rebuild the stepper's bundles (assets/stepper-*.js) from frontend/"
-	@echo "make bench  set up, install torchviz/torchlens, compare speed and memory ($(OUT)/bench.json)"
+	@echo "make bench  set up, install torchviz/torchlens and the model zoo, compare speed and memory ($(OUT)/bench.json)"
 	@echo "make docs   build the documentation site into $(OUT)/site (strict: broken links fail)"
 	@echo "make test-torch TORCH_SPEC='torch==X.Y.Z'  the tests with another torch, in $(TORCH_VENV)"
 
@@ -134,6 +134,18 @@ BENCH_PEERS ?= torchviz torchlens
 BENCH_ARGS ?=
 
 bench: setup-dev
+	@echo "==> installing the model zoo's libraries (pyproject.toml's bench group)"
+	@plan=$$($(BIN)/python -m pip install --dry-run --quiet --disable-pip-version-check \
+		--report - --group bench 2>/dev/null | $(BIN)/python -c 'import json, sys; \
+		print(" ".join(i["metadata"]["name"].lower() for i in json.load(sys.stdin)["install"]))' \
+		2>/dev/null) || plan="?"; \
+	case " $$plan " in \
+		*" ? "*) echo "    the bench group cannot be resolved here: the zoo leaves out library-built models";; \
+		*" torch "*|*" nvidia-"*|*" triton "*) \
+			echo "    the bench group would pull another torch ($$plan): skipped";; \
+		"  ") echo "    installed";; \
+		*) $(PIP) --group bench && echo "    installed ($$plan)";; \
+	esac
 	@echo "==> installing the benchmark's peers: $(BENCH_PEERS)"
 	@for peer in $(BENCH_PEERS); do \
 		plan=$$($(BIN)/python -m pip install --dry-run --quiet --disable-pip-version-check \

@@ -24,7 +24,7 @@ from gradviz.errors import GradvizError, GradvizWarning
 from gradviz.escape import json_for_script, json_text
 from gradviz.model.recording import Recording, summaries_once
 from gradviz.progress import progress
-from gradviz.render.frontier import MAX_THINGS, collapse_spec
+from gradviz.render.frontier import MAX_THINGS, auto_frontier, collapse_spec
 from gradviz.render.pagesvg import page_svg
 from gradviz.render.theme import DARK, DEFAULT, Theme
 from gradviz.render.watched import collapsed_members
@@ -148,7 +148,13 @@ def default_view(recording: Recording, views: Sequence[str], collapse: object = 
                 f"{[v for v in views if v.startswith('collapsed-')]}"
             )
         return wanted
-    if AUTO_VIEW in views and (collapse is not None or len(recording.graph.nodes) > MAX_THINGS):
+    # the frontier counts what the backward view draws (nodes and parameter boxes): a graph
+    # of fewer than MAX_THINGS nodes may still draw more than MAX_THINGS things
+    if AUTO_VIEW in views and (
+        collapse is not None
+        or len(recording.graph.nodes) > MAX_THINGS
+        or auto_frontier(recording.graph)
+    ):
         return AUTO_VIEW
     collapsed = [v for v in views if v.startswith("collapsed-")]
     if collapsed and len(recording.graph.nodes) > COLLAPSED_DEFAULT_NODES:

@@ -11,6 +11,10 @@ allocations); where that reset is refused, a thread samples ``VmRSS`` every 0.2 
 torchlens wraps torch's functions on its first use and keeps them wrapped, which would
 slow every later torch call; it is therefore measured last, after all gradviz and plain
 torch figures of every workload.
+
+The replay table (replay_bench.py) and the model zoo's table (zoo_bench.py: sixteen
+architectures against the targets of watch, record, save, page weight and the default
+drawing) follow, each in a child process (``--zoo none`` leaves the zoo out).
 """
 
 from __future__ import annotations
@@ -227,6 +231,18 @@ def replay_in_a_fresh_process(only: str) -> dict[str, Any]:
     script = Path(__file__).resolve().parent / "replay_bench.py"
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "replay.json"
+        print(flush=True)
+        subprocess.run([sys.executable, str(script), only, "--json", str(out)], check=True)
+        loaded: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return loaded
+
+
+def zoo_in_a_fresh_process(only: str) -> dict[str, Any]:
+    """The model zoo's table (zoo_bench.py), in a child process for the same reason as the
+    replay's: torch's functions as every user has them, not torchlens' wrappers."""
+    script = Path(__file__).resolve().parent / "zoo_bench.py"
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "zoo.json"
         print(flush=True)
         subprocess.run([sys.executable, str(script), only, "--json", str(out)], check=True)
         loaded: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
@@ -658,6 +674,9 @@ def main(argv: list[str] | None = None) -> int:
         "--replay", default="all", help="replay workloads to run ('none': skip the replay table)"
     )
     parser.add_argument(
+        "--zoo", default="all", help="zoo models to run ('none': skip the zoo table)"
+    )
+    parser.add_argument(
         "--memory", action="store_true", help="only the peak memory, as JSON (the child's run)"
     )
     args = parser.parse_args(argv)
@@ -736,6 +755,9 @@ def main(argv: list[str] | None = None) -> int:
     replay: dict[str, Any] = {}
     if args.replay != "none":
         replay = replay_in_a_fresh_process(args.replay)
+    zoo: dict[str, Any] = {}
+    if args.zoo != "none":
+        zoo = zoo_in_a_fresh_process(args.zoo)
     elapsed = time.perf_counter() - started
     print(f"\n{len(rows)} workloads in {elapsed:.0f} s; memory: {MEMORY_METHOD}")
 
@@ -767,6 +789,7 @@ def main(argv: list[str] | None = None) -> int:
                 "fresh_process": fresh,
                 "targets": checks,
                 "replay": replay,
+                "zoo": zoo,
             },
             indent=1,
         )
