@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_notebooks import kernel_name  # noqa: F401  # a kernelspec for this interpreter
 
 from tests.support.browser import LOCAL_SCHEMES, chromium, open_local
 from tests.support.person import click, focus_on, step_of
@@ -68,7 +67,7 @@ def _outside_gradviz(page: str) -> str:
 
 def test_the_exported_notebook_steps_in_the_chosen_view_offline(
     tmp_path: Path,
-    kernel_name: str,  # noqa: F811
+    kernel_name: str,
 ) -> None:
     exported = _converted(tmp_path, kernel_name)
     text = exported.read_text(encoding="utf-8")
@@ -115,7 +114,7 @@ DEAD_WIDGET = ".jp-OutputArea-output.jupyter-widgets"
 
 def test_a_notebook_reopened_without_widget_state_shows_the_stepper_not_an_error(
     tmp_path: Path,
-    kernel_name: str,  # noqa: F811
+    kernel_name: str,
 ) -> None:
     from nbformat.sign import NotebookNotary
 
