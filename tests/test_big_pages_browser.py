@@ -21,7 +21,8 @@ from gradviz import GradvizWarning
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, replay_born
 from gradviz.stepper.page import unpack_state
-from tests.support.browser import SEED, open_local, readable_steps
+from tests.support.browser import open_local, readable_steps
+from tests.support.person import choose, click, move_slider_to, type_into, wait_for_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT, synthetic
@@ -77,17 +78,19 @@ def test_camera_keeps_the_active_node_on_screen_and_readable(
     page, root, errors = _open(browser, path)
     for view in ("collapsed-auto", "backward"):
         choice = "collapsed" if view.startswith("collapsed") else view
-        root.query_selector(".gv-view").select_option(choice)  # as a user picks it
-        page.evaluate(SEED, root)  # the backward pass starts
+        choose(page, root.query_selector(".gv-view"), choice)  # as a user picks it
+        move_slider_to(page, root, 0)  # the backward pass starts
         assert root.get_attribute("data-view") == view
         assert readable_steps(page, root, 40) > 5
-    drawn = page.evaluate(
+    # the overview shows the graph's nodes: it is drawn in a task after the next frame
+    page.wait_for_function(
         """(r) => { const c = r.querySelector('.gv-minimap:not([hidden]) canvas');
-        if (!c) return 0; const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }""",
-        root,
+        if (!c) return false;
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n > 100; }""",
+        arg=root,
+        timeout=60_000,
     )
-    assert drawn > 100  # the overview shows the graph's nodes
     assert errors == []
     page.close()
 
@@ -97,7 +100,7 @@ def test_manual_pan_pauses_following_and_the_button_resumes(
 ) -> None:
     _, path = gpt_page
     page, root, errors = _open(browser, path)
-    page.evaluate("(r) => r.querySelector('.gv-last').click()", root)
+    click(page, root.query_selector(".gv-last"))
     canvas = page.query_selector(".gv-canvas").bounding_box()
     x, y = canvas["x"] + canvas["width"] / 2, canvas["y"] + canvas["height"] / 2
     page.mouse.move(x, y)
@@ -106,12 +109,12 @@ def test_manual_pan_pauses_following_and_the_button_resumes(
     page.mouse.up()
     assert root.get_attribute("data-follow") == "off"
     box = page.evaluate("(r) => r.dataset.camera", root)
-    page.evaluate("(r) => r.querySelector('.gv-first').click()", root)
+    click(page, root.query_selector(".gv-first"))
     assert (
         page.evaluate("(r) => r.dataset.camera", root) == box
     )  # paused: the view stays where the user put it
-    page.evaluate("(r) => r.querySelector('.gv-follow').click()", root)
-    assert root.get_attribute("data-follow") == "on"
+    click(page, root.query_selector(".gv-follow"))
+    page.wait_for_function("(r) => r.dataset.follow === 'on'", arg=root, timeout=60_000)
     assert errors == []
     page.close()
 
@@ -119,8 +122,8 @@ def test_manual_pan_pauses_following_and_the_button_resumes(
 def test_search_finds_highlights_and_jumps(browser: Any, gpt_page: tuple[Recording, Path]) -> None:
     recording, path = gpt_page
     page, root, errors = _open(browser, path)
-    page.evaluate("(r) => r.querySelector('.gv-first').click()", root)
-    page.fill(".gv-search-input", "norm1.weight")  # one per block
+    click(page, root.query_selector(".gv-first"))
+    type_into(page, root.query_selector(".gv-search-input"), "norm1.weight")  # one per block
     found = root.get_attribute("data-found")
     assert found is not None
     node = recording.graph.node(found)
@@ -131,9 +134,9 @@ def test_search_finds_highlights_and_jumps(browser: Any, gpt_page: tuple[Recordi
     assert page.evaluate("(r) => r.querySelectorAll('svg .gv-match').length", root) >= 1
     count = page.text_content(".gv-search-count")
     assert count is not None and count.startswith("1 / ")
-    page.press(".gv-search-input", "Enter")
+    page.keyboard.press("Enter")  # the search box has the focus
     assert page.text_content(".gv-search-count").startswith("2 / ")  # type: ignore[union-attr]
-    page.fill(".gv-search-input", "no such thing anywhere")
+    type_into(page, root.query_selector(".gv-search-input"), "no such thing anywhere")
     assert page.text_content(".gv-search-count") == "no match"
     assert errors == []
     page.close()
@@ -151,15 +154,15 @@ def test_step_over_and_out_move_by_module(browser: Any, gpt_page: tuple[Recordin
         return [m.index for m in forward.module_chain(forward.node_modules.get(node))]
 
     page, root, errors = _open(browser, path)
-    page.evaluate("(r) => r.querySelector('.gv-last').click()", root)
-    page.evaluate("(r) => r.querySelector('.gv-first').click()", root)
+    click(page, root.query_selector(".gv-last"))
+    click(page, root.query_selector(".gv-first"))
     for _ in range(len(recording.forward_ops) + 1):  # to the seed, then into the model
-        page.evaluate("(r) => r.querySelector('.gv-next').click()", root)
+        click(page, root.query_selector(".gv-next"))
     overs = 0
     while overs < 30:
         here = int(root.get_attribute("data-step") or 0)
         inner = chain(here)
-        page.evaluate("(r) => r.querySelector('.gv-over').click()", root)
+        click(page, root.query_selector(".gv-over"))
         there = int(root.get_attribute("data-step") or 0)
         if there == here:
             break
@@ -168,17 +171,17 @@ def test_step_over_and_out_move_by_module(browser: Any, gpt_page: tuple[Recordin
             assert all(inner[-1] in chain(s) for s in range(here, there))
             assert inner[-1] not in chain(there) or there == len(recording.steps)
     assert overs >= 3
-    page.evaluate("(r) => r.querySelector('.gv-first').click()", root)
+    click(page, root.query_selector(".gv-first"))
     for _ in range(len(recording.forward_ops) + 3):
-        page.evaluate("(r) => r.querySelector('.gv-next').click()", root)
+        click(page, root.query_selector(".gv-next"))
     here = int(root.get_attribute("data-step") or 0)
     inner = chain(here)
-    page.evaluate("(r) => r.querySelector('.gv-out').click()", root)
+    click(page, root.query_selector(".gv-out"))
     there = int(root.get_attribute("data-step") or 0)
     if len(inner) >= 2:
         assert inner[-2] not in chain(there) or there == len(recording.steps)
         assert all(inner[-2] in chain(s) for s in range(here, there))
-    page.evaluate("(r) => r.querySelector('.gv-back').click()", root)
+    click(page, root.query_selector(".gv-back"))
     assert int(root.get_attribute("data-step") or 0) < there
     assert errors == []
     page.close()
@@ -193,11 +196,7 @@ def test_incremental_classes_match_python_after_any_jump(
     born = replay_born(recording, ["backward"])
     schedule = {**schedule, "born": born}
     page, root, errors = _open(browser, path)
-    page.evaluate(
-        "(r) => { const s = r.querySelector('.gv-view'); s.value = 'backward'; "
-        "s.dispatchEvent(new Event('change')); }",
-        root,
-    )
+    choose(page, root.query_selector(".gv-view"), "backward")
     rng = random.Random(0)
     first, last = state["data"].get("first", 0), state["data"]["count"] - 1
     read = """([r, ids]) => { const out = {}; for (const id of ids) {
@@ -208,11 +207,7 @@ def test_incremental_classes_match_python_after_any_jump(
         if (c.length) out[id] = c.sort().join(" "); } return out; }"""
     for _ in range(12):
         target = rng.randint(first, last)
-        page.evaluate(
-            "([r, t]) => { const s = r.querySelector('.gv-slider'); s.value = String(t); "
-            "s.dispatchEvent(new Event('input')); }",
-            [root, target],
-        )
+        move_slider_to(page, root, target)
         wanted = classes_at(schedule, target, "backward")
         shown = page.evaluate(read, [root, list(wanted)])
         expected = {k: " ".join(sorted(v.split())) for k, v in wanted.items() if k in shown}
@@ -232,20 +227,17 @@ def test_a_3000_node_page_is_interactive(browser: Any, tmp_path: Path) -> None:
     started = time.perf_counter()
     page, root, errors = _open(browser, path)
     ready = time.perf_counter() - started
-    times = page.evaluate(
-        """async (r) => { const out = [];
-        for (let i = 0; i < 60; i++) { const t = performance.now();
-          r.querySelector('.gv-next').click();
-          void getComputedStyle(r.querySelector('svg .gv_active') || r).opacity;
-          out.push(performance.now() - t); }
-        return out; }""",
-        root,
-    )
+    times = []  # a click with the mouse until the step is shown, the driver's trips included
+    for step in range(1, 61):
+        started = time.perf_counter()
+        click(page, root.query_selector(".gv-next"))
+        wait_for_step(page, root, step)
+        times.append((time.perf_counter() - started) * 1000)
+        assert root.query_selector("svg .gv_active") is not None, step
     times.sort()
-    print(
+    print(  # a figure for the log: make bench measures and judges the step's own latency
         f"\n[{nodes} nodes] page {size / 1e6:.2f} MB, interactive after {ready:.2f} s, "
-        f"step median {times[len(times) // 2]:.1f} ms, max {times[-1]:.1f} ms"
+        f"click to step shown median {times[len(times) // 2]:.1f} ms, max {times[-1]:.1f} ms"
     )
-    assert root.get_attribute("data-step") == "60"
     assert errors == []
     page.close()

@@ -126,6 +126,7 @@ def test_the_memory_panel_says_what_checkpointing_recomputes(
     tmp_path: Path, reentrant: bool
 ) -> None:
     from tests.support.browser import chromium, open_local
+    from tests.support.person import click, move_slider_to
 
     x = torch.randn(32, 16, requires_grad=reentrant)
     model = Model(True, reentrant)
@@ -138,12 +139,8 @@ def test_the_memory_panel_says_what_checkpointing_recomputes(
         page, _, errors = open_local(context, path)
         page.wait_for_selector(".gv-stepper")
         root = page.query_selector(".gv-stepper")
-        root.query_selector(".gv-memory-btn").click()
-        root.evaluate(
-            """(r, n) => { const s = r.querySelector('.gv-slider'); s.value = String(n);
-            s.dispatchEvent(new Event('input')); }""",
-            step.index,
-        )
+        click(page, root.query_selector(".gv-memory-btn"))
+        move_slider_to(page, root, step.index)
         panel = root.query_selector(".gv-memory").text_content()
         if reentrant:
             assert "its segment's inputs" in panel and "ran without a graph" in panel

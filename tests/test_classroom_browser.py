@@ -11,7 +11,7 @@ import gradviz
 from gradviz.explain.steps import describe_step
 from gradviz.teaching.lessons import lesson
 from tests.support.browser import chromium, open_local
-from tests.support.person import has_class
+from tests.support.person import choose, click, focus_on, has_class, type_into
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -66,15 +66,15 @@ def test_presentation_mode_fills_the_screen_and_clickers_step(tmp_path: Path) ->
         assert has_class(page, root, "gv-present", False)
 
         # First and Last disable themselves (dropping focus); the keys keep working
-        root.query_selector(".gv-last").click()
+        click(page, root.query_selector(".gv-last"))
         assert root.get_attribute("data-step") == str(last)
         page.keyboard.press("PageUp")
         assert root.get_attribute("data-step") == str(last - 1)
-        root.query_selector(".gv-first").click()
+        click(page, root.query_selector(".gv-first"))
         page.keyboard.press("PageDown")
         assert root.get_attribute("data-step") == "1"
         # the Present button and the text-size control
-        root.query_selector(".gv-present-btn").click()
+        click(page, root.query_selector(".gv-present-btn"))
         assert has_class(page, root, "gv-present")
         page.keyboard.press("+")
         assert page.evaluate("r => r.style.getPropertyValue('--gv-text-scale')", root) == "1.25"
@@ -89,10 +89,7 @@ GRAD_FIELD = """([root, id]) => {
   return texts[texts.findIndex(t => t.textContent === 'grad') + 1].textContent;
 }"""
 
-CLICK_NODE = """([root, id]) => {
-  const node = root.querySelector('.gv-canvas svg [id="' + id + '"]');
-  node.querySelector('text, path, polygon').dispatchEvent(new MouseEvent('click', {bubbles: true}));
-}"""
+NODE = '.gv-canvas svg [id="{}"]'
 
 
 def _watched_ten_ops() -> gradviz.Recording:
@@ -114,7 +111,8 @@ def test_combined_view_grad_field_updates_when_accumulategrad_runs(tmp_path: Pat
         page.set_viewport_size({"width": 1600, "height": 900})
         root = page.wait_for_selector(".gv-stepper")
         if root.get_attribute("data-view") != "combined":
-            root.query_selector(".gv-view").select_option("combined")
+            choose(page, root.query_selector(".gv-view"), "combined")
+            focus_on(page, root, "its stage")  # the keys go to the stepper, not the list
         seen = []
         while root.get_attribute("data-step") != str(len(recording.steps)):
             step = int(root.get_attribute("data-step") or "0")
@@ -140,23 +138,23 @@ def test_quiz_grades_against_the_recorded_order(tmp_path: Path) -> None:
         page, _, errors = open_local(context, page_file)
         page.set_viewport_size({"width": 1600, "height": 900})
         root = page.wait_for_selector(".gv-stepper")
-        root.query_selector(".gv-quiz-toggle").click()
+        click(page, root.query_selector(".gv-quiz-toggle"))
         # step 1, the right node and the right number (what the engine sent, from torch)
         page.keyboard.press("PageDown")
         assert root.get_attribute("data-step") == "0"  # asked first, not revealed
         assert root.get_attribute("data-quiz") == "asking"
-        page.evaluate(CLICK_NODE, [root, f"{prefix}_{order[0]}"])
+        click(page, root.query_selector(NODE.format(f"{prefix}_{order[0]}")))
         sent = next(g for g in recording.steps[0].grad_inputs if g is not None)
-        root.query_selector(".gv-quiz-number").fill(f"{float(sent):g}")
-        root.query_selector(".gv-quiz-reveal").click()
+        type_into(page, root.query_selector(".gv-quiz-number"), f"{float(sent):g}")
+        click(page, root.query_selector(".gv-quiz-reveal"))
         assert root.get_attribute("data-step") == "1"
         assert root.get_attribute("data-quiz") == "right"
         assert "highest sequence number" in root.query_selector(".gv-quiz-verdict").inner_text()
         # step 2: a wrong node (the one that runs last)
         page.keyboard.press("PageDown")
-        page.evaluate(CLICK_NODE, [root, f"{prefix}_{order[-1]}"])
-        root.query_selector(".gv-quiz-number").fill("0.5")
-        root.query_selector(".gv-quiz-reveal").click()
+        click(page, root.query_selector(NODE.format(f"{prefix}_{order[-1]}")))
+        type_into(page, root.query_selector(".gv-quiz-number"), "0.5")
+        click(page, root.query_selector(".gv-quiz-reveal"))
         assert root.get_attribute("data-step") == "2"
         assert root.get_attribute("data-quiz") == "wrong"
         verdict = root.query_selector(".gv-quiz-verdict").inner_text()

@@ -15,7 +15,8 @@ import pytest
 from gradviz.replay.frames import classes_at
 from gradviz.stepper.page import unpack_state
 from tests import test_stepper_lazy_browser as lazy_tests
-from tests.test_stepper_lazy_browser import PARSES, SLIDE, _opened, _replay
+from tests.support.person import click, move_slider_to
+from tests.test_stepper_lazy_browser import PARSES, _opened, _replay
 
 lazy_page = lazy_tests.lazy_page  # the same page: a 1,200-node replay with a hostile node
 
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
 def _download(page: Any, root: Any) -> str:
     with page.expect_download() as download:
-        root.query_selector(".gv-download").click()
+        click(page, root.query_selector(".gv-download"))
     return Path(download.value.path()).read_text(encoding="utf-8")
 
 
@@ -40,7 +41,7 @@ def test_a_download_writes_the_unparsed_view_from_its_text(
     schedule = unpack_state(path.read_text(encoding="utf-8"))["data"]["schedule"]
     page, _, errors, root = _opened(browser, path)
     opened = page.evaluate("(r) => r.gvState()", root)
-    page.evaluate(SLIDE, [root, 40])
+    move_slider_to(page, root, 40)
     page.evaluate(PARSES)
     parsed_before = page.evaluate("(r) => r.gvState().parsed", root)
     svg = _download(page, root)
@@ -57,7 +58,7 @@ def test_a_download_writes_the_unparsed_view_from_its_text(
     assert "<script" not in svg and "javascript:" not in svg
     assert not re.search(r"\son\w*\s*=", svg.split("<style", 1)[0] + svg.split("</style>", 1)[1])
     # the same file as the parsed view gives, once every element is parsed (Fit)
-    page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)
+    click(page, root.query_selector(".gv-fit"))
     parsed = _classes(_download(page, root))
     assert {k: _replay(v) for k, v in parsed.items()} == {k: _replay(v) for k, v in classes.items()}
     assert {k: set(v.split()) for k, v in parsed.items()} == {

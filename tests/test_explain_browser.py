@@ -18,12 +18,11 @@ import torch
 import gradviz
 from gradviz.stepper.page import unpack_state
 from tests.support.browser import open_local
+from tests.support.person import focus_on, move_slider_to
 from tests.support.saved import saved_storages
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
-GOTO = """(root, n) => { const s = root.querySelector('.gv-slider'); s.value = String(n);
-  s.dispatchEvent(new Event('input')); return Number(root.dataset.step); }"""
 BYTES = """(root, cls) => { const v = root.querySelector(`.${cls} .gv-value`);
   return v ? Number(v.dataset.bytes) : null; }"""
 
@@ -61,7 +60,7 @@ def test_memory_toggle_shows_saved_bytes_freed_as_backward_passes(
     assert not root.query_selector_all(".gv-mem-freed")  # the seed: nothing freed yet
     timeline = rec.memory()
     for step in timeline.steps:
-        assert root.evaluate(GOTO, step.index) == step.index
+        move_slider_to(page, root, step.index)
         assert root.evaluate(BYTES, "gv-mem-saved") == step.saved
         assert root.evaluate(BYTES, "gv-mem-total") == step.total
         assert root.evaluate(BYTES, "gv-mem-peak") == timeline.peak
@@ -70,6 +69,7 @@ def test_memory_toggle_shows_saved_bytes_freed_as_backward_passes(
     note = root.eval_on_selector(".gv-mem-note", "e => e.textContent")
     assert "second time" in note and "retain_graph=True" in note
     page.screenshot(path=str(tmp_path / "memory.png"))
+    focus_on(page, root, "its stage")  # the keys go to the stepper again, not the slider
     page.keyboard.press("m")  # off again: the panel has no memory section
     assert not page.query_selector(".gv-memory")
     assert not errors
@@ -135,13 +135,14 @@ def test_health_toggle_draws_edges_by_norm_and_follows_modules(
     edge_id, node_id = leaf_edge(rec, "0.weight")
     ran = unpack_state(Path(tmp_path / "health.html").read_text())["data"]["schedule"]["nodes"]
     step = ran[f"{rec.graph.prefix}_{node_id}"]
-    root.evaluate(GOTO, step)
+    move_slider_to(page, root, step)
     edge = root.query_selector(f"[id='{edge_id}']")
     expected = math.log10(float(torch.linalg.vector_norm(grads["0.weight"])))
     assert float(edge.get_attribute("data-log10")) == pytest.approx(expected, abs=0.006)
     assert "gv-h-vanishing" in edge.get_attribute("class")
     row = root.query_selector(".gv-health-row[data-module='0']")
     assert "gv-h-active" in row.get_attribute("class")  # its weight's gradient arrives now
+    focus_on(page, root, "its stage")  # the keys go to the stepper again, not the slider
     page.keyboard.press("End")
     for module in ("0", "2"):
         squares = [float(grads[f"{module}.{p}"].square().sum()) for p in ("weight", "bias")]
@@ -218,7 +219,7 @@ def test_on_a_watched_gpt(browser: Any, tmp_path: Path) -> None:
     step = next(
         i for i, s in enumerate(state["data"]["steps"]) if "self_attn" in s.get("module", "")
     )
-    root.evaluate(GOTO, step)
+    move_slider_to(page, root, step)
     module = state["data"]["steps"][step]["module"].split(" (")[0]
     here = root.eval_on_selector_all(".gv-h-here", "rs => rs.map(r => r.dataset.module)")
     assert here and all(m.startswith(module) or module.startswith(m) for m in here)

@@ -16,6 +16,7 @@ from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, step_svg
 from gradviz.stepper.page import unpack_state
 from tests.support.browser import ACTIVE, chromium, open_local
+from tests.support.person import click, focus_on
 
 pytestmark = pytest.mark.needs_dot
 
@@ -72,13 +73,13 @@ def test_a_folded_page_steps_in_the_browser(tmp_path: Path) -> None:
     with chromium(tmp_path / "profile") as context:
         page, _, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
-        root.focus()
+        focus_on(page, root, "its stage")
         while root.get_attribute("data-step") != str(first_in_fold):
             page.keyboard.press("ArrowRight")
         active = [a.get_attribute("id") for a in root.query_selector_all("svg .gv_active")]
         assert active == [box]
         assert "In block 5 of 5" in root.query_selector(".gv-panel").inner_text()
-        root.query_selector(".gv-fit").click()  # the whole graph: its text too small to read
+        click(page, root.query_selector(".gv-fit"))  # the whole graph: its text too small to read
         assert page.evaluate(ACTIVE, root)["textPx"] < 12
         page.keyboard.press("c")  # follow again: the camera goes to the fold's box
         page.wait_for_function("(root) => root.dataset.follow === 'on'", arg=root)

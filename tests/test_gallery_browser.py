@@ -16,6 +16,7 @@ from gradviz import watch
 from gradviz.teaching.gallery import render_lessons
 from gradviz.teaching.lessons import LESSONS, Lesson
 from tests.support.browser import LOCAL_SCHEMES, open_local
+from tests.support.person import click
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -64,7 +65,7 @@ def _recorded(item: Lesson) -> tuple[str, list[str], int]:
 def _next(page: Any, root: Any) -> int:
     """Press Next and wait until the stepper has moved one step; the step it is at."""
     before = int(root.get_attribute("data-step"))
-    root.query_selector(".gv-next").click()
+    click(page, root.query_selector(".gv-next"))
     page.wait_for_function(
         "([root, step]) => root.dataset.step === step", arg=[root, str(before + 1)]
     )

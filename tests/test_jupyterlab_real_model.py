@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import ACTIVE, SEED, chromium, readable_steps
+from tests.support.browser import ACTIVE, chromium, readable_steps
 from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
-from tests.support.person import has_class
+from tests.support.person import choose, focus_on, has_class, move_slider_to, type_into
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
@@ -32,8 +32,6 @@ CELLS = [
     "stepper = gradviz.Stepper(rec)\n"
     "stepper",
 ]
-CHOOSE_VIEW = """([r, v]) => { const s = r.querySelector('.gv-view'); s.value = v;
-  s.dispatchEvent(new Event('change')); }"""
 
 
 def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
@@ -54,23 +52,24 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         assert nodes > 150
         # a big model with module data: the widget opens on the frontier's module boxes
         assert root.get_attribute("data-view") == "collapsed-auto"
-        page.evaluate(SEED, root)
+        move_slider_to(page, root, 0)
         assert readable_steps(page, root, 12) > 3
         step = root.get_attribute("data-step")
         assert kernel_sees(page, "print(stepper.step)", str(step)) == str(step)
 
         # the backward view is laid out by the kernel the first time it is chosen
         assert page.evaluate(KERNEL_EXEC, "print('backward' in stepper.svgs)") == "False"
-        page.evaluate(CHOOSE_VIEW, [root, "backward"])
+        choose(page, root.query_selector(".gv-view"), "backward")
         page.wait_for_function(
             "(r) => r.dataset.view === 'backward' && r.querySelector('.gv-canvas svg')", arg=root
         )
         assert kernel_sees(page, "print('backward' in stepper.svgs)", "True") == "True"
+        move_slider_to(page, root, 0)  # the backward pass again, in this view
         assert readable_steps(page, root, 12) > 3
 
         # search jumps to a parameter's AccumulateGrad, and the kernel agrees on the step
         search = root.query_selector(".gv-search-input")
-        search.fill("norm1.weight")
+        type_into(page, search, "norm1.weight")
         found = root.get_attribute("data-found")
         assert found is not None
         code = f"print(rec.graph.node({found!r}).type_name, rec.step_for({found!r}).index)"
@@ -78,7 +77,7 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         assert kernel_sees(page, code, expected) == expected
 
         # presentation mode from the keyboard, with JupyterLab's own shortcuts around it
-        root.query_selector(".gv-stage").click()
+        focus_on(page, root, "its stage")
         before = int(root.get_attribute("data-step") or 0)
         page.keyboard.press("f")
         assert has_class(page, root, "gv-present")

@@ -91,8 +91,8 @@ def run_lesson(context: Any, url: str, name: str, size: tuple[int, int]) -> tupl
     # a workspace of its own: the server's default one would reopen the lessons before it
     page.goto(url.format(f"{name}.ipynb").replace("/lab/tree/", f"/lab/workspaces/{name}/tree/"))
     page.wait_for_function(KERNEL_READY)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+    click(page, page.get_by_role("menuitem", name="Run", exact=True))
+    click(page, page.locator('.lm-Menu-item[data-command="runmenu:run-all"]'))
     page.wait_for_function(ALL_RAN, timeout=240_000)
     root = page.wait_for_function(STEPPER).as_element()
     assert root is not None

@@ -18,6 +18,7 @@ from gradviz import GradvizWarning
 from gradviz.model.summarize import summarize
 from gradviz.stepper.page import unpack_state
 from tests.support.browser import open_local
+from tests.support.person import click, focus_on, move_slider_to
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT
@@ -34,8 +35,6 @@ ROWS = """(root) => [...root.querySelectorAll('.gv-optstep .gv-opt-item')].map((
     state: item.querySelector('.gv-opt-before .gv-value').textContent,
     text: item.querySelector('.gv-opt-w .gv-value').textContent };
 })"""
-GOTO = """(root, n) => { const s = root.querySelector('.gv-slider'); s.value = String(n);
-  s.dispatchEvent(new Event('input')); return Number(root.dataset.step); }"""
 
 
 def norm(tensor: torch.Tensor) -> float:
@@ -64,7 +63,7 @@ def test_the_optimizer_panel_shows_each_parameters_step(browser: Any, tmp_path: 
     assert all(url.startswith(("file:", "data:", "blob:")) for url in requests)
     root = page.query_selector(".gv-stepper")
     assert not root.query_selector(".gv-optstep")  # the page opens on the seed
-    root.focus()
+    focus_on(page, root, "its stage")
     page.keyboard.press("s")  # the key goes to the step after the backward
     assert root.get_attribute("data-step") == str(last)
     shown = {row["name"]: row for row in root.evaluate(ROWS)}
@@ -92,10 +91,10 @@ def test_the_optimizer_panel_shows_each_parameters_step(browser: Any, tmp_path: 
     marked = set(root.evaluate("(r) => [...r.querySelectorAll('.gv-opt-param')].map(e => e.id)"))
     assert marked == leaves and len(marked) == 4
     page.screenshot(path=str(tmp_path / "optimizer-step.png"), full_page=True)
-    assert root.evaluate(GOTO, last - 1) == last - 1  # one step back: the backward again
+    move_slider_to(page, root, last - 1)  # one step back: the backward again
     assert not root.query_selector(".gv-optstep")
     assert not root.query_selector(".gv-opt-param")
-    root.query_selector(".gv-opt-btn").click()  # the button does what the key does
+    click(page, root.query_selector(".gv-opt-btn"))  # the button does what the key does
     assert root.get_attribute("data-step") == str(last)
     assert root.query_selector(".gv-optstep .gv-opt-item")
     assert errors == []
@@ -121,7 +120,7 @@ def test_a_gpt_step_page_stays_light_and_shows_adamw(browser: Any, tmp_path: Pat
     page.set_viewport_size({"width": 1600, "height": 900})
     page.wait_for_selector(".gv-stepper svg")
     root = page.query_selector(".gv-stepper")
-    root.query_selector(".gv-opt-btn").click()
+    click(page, root.query_selector(".gv-opt-btn"))
     page.wait_for_selector(".gv-optstep")
     shown = {row["name"]: row for row in root.evaluate(ROWS)}
     assert set(shown) == {n for n, _ in model.named_parameters()}

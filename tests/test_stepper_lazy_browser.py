@@ -21,6 +21,7 @@ from gradviz import GradvizWarning
 from gradviz.replay.frames import classes_at
 from gradviz.stepper.page import _page, stepper_payload, unpack_state
 from tests.support.browser import open_local
+from tests.support.person import click, move_slider_to, type_into
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import synthetic
@@ -43,9 +44,6 @@ REPLAY = {
 # Every element with an id in the stepper's SVG and its classes.
 DOM_CLASSES = """(r) => Object.fromEntries([...r.querySelectorAll('.gv-canvas svg [id]')]
   .map((e) => [e.id, e.getAttribute('class') || '']))"""
-
-SLIDE = """([r, t]) => { const s = r.querySelector('.gv-slider'); s.value = String(t);
-  s.dispatchEvent(new Event('input')); }"""
 
 # What a hostile SVG could run: an inline handler, a script, a javascript: link.
 HOSTILE = (
@@ -93,10 +91,10 @@ def test_a_big_view_parses_only_what_the_camera_needs_and_later_parts_get_the_st
     assert opened["elements"] > 2000
     assert 0 < opened["parsed"] < opened["elements"] / 4
     for step in (600, 0, 5, 40):  # parts parsed later get the step shown then
-        page.evaluate(SLIDE, [root, step])
-        page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)  # all of it in
+        move_slider_to(page, root, step)
+        click(page, root.query_selector(".gv-fit"))  # all of it in
         dom = page.evaluate(DOM_CLASSES, root)
-        page.evaluate("(r) => r.querySelector('.gv-follow').click()", root)
+        click(page, root.query_selector(".gv-follow"))
         want = classes_at(schedule, step)
         assert len(dom) >= opened["elements"] - 1
         wrong = {k: v for k, v in dom.items() if _replay(v) != _replay(want.get(k, ""))}
@@ -112,16 +110,13 @@ def test_a_node_parsed_late_is_sanitized(browser: Any, lazy_page: tuple[Path, st
     page, _, errors, root = _opened(browser, path)
     found = f"(r) => r.querySelector('.gv-canvas svg [id=\"{hostile}\"]')"
     assert page.evaluate(f"(r) => !({found})(r)", root)  # far away: not parsed at start
-    page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)
-    node = page.evaluate_handle(found, root)
+    click(page, root.query_selector(".gv-fit"))
+    node = page.evaluate_handle(found, root).as_element()
     assert page.evaluate("(n) => n.hasAttribute('onclick')", node) is False
     assert page.evaluate("(n) => n.querySelectorAll('script').length", node) == 0
     assert page.evaluate("(n) => n.querySelector('a').getAttribute('href')", node) is None
-    page.evaluate(
-        "(n) => { n.dispatchEvent(new MouseEvent('click', {bubbles: true}));"
-        " n.querySelector('a').dispatchEvent(new MouseEvent('click', {bubbles: true})); }",
-        node,
-    )
+    click(page, node)  # a click on the node, then on its link: neither runs anything
+    click(page, node.query_selector("a"))
     assert page.evaluate("() => window.gvPwned === undefined")
     assert errors == []
     page.close()
@@ -136,10 +131,10 @@ def test_a_search_parses_its_matches_together(browser: Any, lazy_page: tuple[Pat
     path, _ = lazy_page
     page, _, errors, root = _opened(browser, path)
     page.evaluate(PARSES)
-    page.fill(".gv-search-input", "backward")  # nearly every node: the first 400 are marked
+    type_into(page, root.query_selector(".gv-search-input"), "backward")  # nearly every node
     # the matches in one DOMParser call, then what the camera shows at the first of them
     assert page.evaluate("() => window.gvParses") <= 2
-    page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)  # all of it in the DOM
+    click(page, root.query_selector(".gv-fit"))  # all of it in the DOM
     marked = page.evaluate("(r) => r.querySelectorAll('.gv-canvas svg .gv-match').length", root)
     assert marked == 400
     assert errors == []

@@ -23,6 +23,7 @@ from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at
 from gradviz.stepper.page import unpack_state
 from tests.support.browser import open_local
+from tests.support.person import click, click_to_step, move_slider_to
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from workloads import GPT, synthetic
@@ -38,9 +39,6 @@ ACTIVE_ON_SCREEN = """(root) => {
   const x = (r.left + r.right) / 2, y = (r.top + r.bottom) / 2;
   return { id: el.id, inside: x >= c.left && x <= c.right && y >= c.top && y <= c.bottom };
 }"""
-
-SLIDE = """([r, t]) => { const s = r.querySelector('.gv-slider'); s.value = String(t);
-  s.dispatchEvent(new Event('input')); }"""
 
 
 def _normal(classes: dict[str, str]) -> dict[str, str]:
@@ -76,16 +74,16 @@ def test_a_3000_node_page_steps_with_the_active_node_lit_and_on_screen(
     # far from the camera, nodes and edges wait outside the DOM
     assert 0 < opened["attached"] < opened["elements"] / 4
     assert page.evaluate("(r) => r.querySelectorAll('svg g.node').length", root) < 3000
-    page.evaluate(SLIDE, [root, 0])
+    move_slider_to(page, root, 0)
     for step in range(1, 26):
-        page.evaluate("(r) => r.querySelector('.gv-next').click()", root)
+        click_to_step(page, root, ".gv-next", step)
         where = page.evaluate(ACTIVE_ON_SCREEN, root)
         assert where is not None, step
         assert where["id"] == f"{state['data']['prefix']}_{state['data']['steps'][step]['node']}"
         assert where["inside"], (step, where)
     # every element's classes, in the DOM or not, are the Python reference's
     for step in (25, 1700, 40, len(recording.steps)):
-        page.evaluate(SLIDE, [root, step])
+        move_slider_to(page, root, step)
         shown = page.evaluate("(r) => r.gvState()", root)
         assert shown["step"] == step
         assert _normal(shown["classes"]) == _normal(classes_at(schedule, step)), step
@@ -98,18 +96,18 @@ def test_fit_brings_everything_in_and_a_download_holds_the_whole_graph(
 ) -> None:
     recording, path = big_page
     page, root, errors = _open(browser, path)
-    page.evaluate("(r) => r.querySelector('.gv-next').click()", root)
+    click_to_step(page, root, ".gv-next", 1)
     before = page.evaluate("(r) => r.gvState().attached", root)
-    page.evaluate("(r) => r.querySelector('.gv-fit').click()", root)
+    click(page, root.query_selector(".gv-fit"))
     fitted = page.evaluate("(r) => r.gvState()", root)
     assert fitted["attached"] > before
     assert page.evaluate("(r) => r.querySelectorAll('svg g.node').length", root) >= len(
         recording.graph.nodes
     )
-    page.evaluate("(r) => r.querySelector('.gv-follow').click()", root)  # back near the node
+    click(page, root.query_selector(".gv-follow"))  # back near the node
     assert page.evaluate("(r) => r.gvState().attached", root) < fitted["attached"]
     with page.expect_download() as download:
-        root.query_selector(".gv-download").click()
+        click(page, root.query_selector(".gv-download"))
     svg = Path(download.value.path()).read_text(encoding="utf-8")
     assert len(re.findall(r'class="node[ "]', svg)) >= len(recording.graph.nodes)
     assert "transform: translate" not in svg  # the camera's placement stays in the page
@@ -142,7 +140,7 @@ def test_collapsed_view_marks_the_module_an_op_runs_in_during_forward_frames(
     assert root.get_attribute("data-view") == state["view"] == "collapsed-auto"
     marked = 0
     for frame in range(data["first"], 0):
-        page.evaluate(SLIDE, [root, frame])
+        move_slider_to(page, root, frame)
         op = data["forward"][frame - data["first"]]
         here = page.evaluate(
             "(r) => [...r.querySelectorAll('svg .gv-here')].map((e) => e.id)", root
@@ -160,7 +158,7 @@ def test_collapsed_view_marks_the_module_an_op_runs_in_during_forward_frames(
         marked += 1
         assert page.evaluate(ACTIVE_ON_SCREEN.replace(".gv_active", ".gv-here"), root)["inside"]
     assert marked > 10  # most ops of a 4-layer GPT run inside a collapsed block
-    page.evaluate(SLIDE, [root, 3])  # backward: the mark goes, backward classes take over
+    move_slider_to(page, root, 3)  # backward: the mark goes, backward classes take over
     assert page.evaluate("(r) => r.querySelectorAll('svg .gv-here').length", root) == 0
     assert errors == []
     page.close()

@@ -361,6 +361,7 @@ def test_gradviz_hooks_run_first_and_last_only_around_users_hooks() -> None:
 @pytest.mark.needs_dot
 def test_stepper_panel_says_a_hook_changed_the_gradient(tmp_path: Path) -> None:
     from tests.support.browser import chromium, open_local
+    from tests.support.person import click_to_step
 
     _, _, recording = plain_and_recorded(node_hook(change=True))
     step, change = only_change(recording)
@@ -368,9 +369,8 @@ def test_stepper_panel_says_a_hook_changed_the_gradient(tmp_path: Path) -> None:
     with chromium(tmp_path / "profile") as context:
         page, _, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
-        for _ in range(step.index):
-            root.query_selector(".gv-next").click()
-        page.wait_for_function(f"(root) => root.dataset.step === '{step.index}'", arg=root)
+        for index in range(1, step.index + 1):
+            click_to_step(page, root, ".gv-next", index)
         warnings = [w.inner_text() for w in root.query_selector_all(".gv-panel .gv-warning")]
     assert not errors
     assert warnings == [change.text()]

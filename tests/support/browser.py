@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.support.person import click
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless",
@@ -83,16 +85,19 @@ ACTIVE = """(root) => {
 }"""
 
 
-SEED = """(r) => { const s = r.querySelector('.gv-slider'); s.value = '0';
-  s.dispatchEvent(new Event('input')); }"""
-
-
 def readable_steps(page: Any, root: Any, steps: int) -> int:
     """Step over ``steps`` times; every active element drawn must be on screen with text at
-    least 12 px tall (the camera's promise). Returns how many steps drew one."""
+    least 12 px tall (the camera's promise). Returns how many steps drew one. Over is
+    clicked with the mouse, and each step waited for until the last."""
     seen = 0
     for _ in range(steps):
-        page.evaluate("(r) => r.querySelector('.gv-over').click()", root)
+        if root.query_selector(".gv-next").is_disabled():
+            break  # the last step: Over stays there
+        before = int(root.get_attribute("data-step"))
+        click(page, root.query_selector(".gv-over"))
+        page.wait_for_function(
+            "([r, s]) => r.dataset.step !== String(s)", arg=[root, before], timeout=LIMIT_MS
+        )
         where = page.evaluate(ACTIVE, root)
         if where["active"] is None:
             continue

@@ -1,6 +1,10 @@
 """Acting on a stepper as a person does, in the browser tests: the real keyboard and mouse
-(page.keyboard, page.mouse), never events dispatched by script. Each key of the stepper's one
-key map is pressed and its effect on the stepper checked."""
+(page.keyboard, page.mouse), never events dispatched by script nor Playwright's element
+actions. A button is clicked where it is on screen (``click``); the slider is moved by a click
+on its track and its own arrow keys (``move_slider_to``); a drop-down list is opened with a
+click and its choice made with the arrow keys and Enter (``choose``), never ``select_option``.
+Where an action's effect is known, the helpers wait for that state, never for a time. Each
+key of the stepper's one key map is pressed and its effect on the stepper checked."""
 
 from __future__ import annotations
 
@@ -56,6 +60,86 @@ def click(page: Any, element: Any) -> None:
     """A real mouse click on the centre of ``element`` (scrolled into view first)."""
     element.scroll_into_view_if_needed()
     page.mouse.click(*centre(element))
+
+
+# The most a helper waits for the state its action leads to (ms): generous, for a busy machine.
+WAIT_MS = 120_000
+
+
+def wait_for_step(page: Any, root: Any, step: int) -> None:
+    """Wait until ``root`` shows ``step`` and a frame has been drawn since (Playwright checks
+    the state on each animation frame)."""
+    page.wait_for_function(
+        "([r, s]) => r.dataset.step === String(s)", arg=[root, step], timeout=WAIT_MS
+    )
+
+
+def click_to_step(page: Any, root: Any, selector: str, step: int) -> None:
+    """Click the control ``selector`` of ``root`` (Next, Prev, Last...) and wait for ``step``."""
+    click(page, root.query_selector(selector))
+    wait_for_step(page, root, step)
+
+
+def type_into(page: Any, field: Any, text: str) -> None:
+    """Type ``text`` into a text field as a person does: a click in it, Ctrl+A over what it
+    held, then the keys (each an input the page sees); waits until the field holds ``text``."""
+    click(page, field)
+    page.keyboard.press("Control+A")
+    if text:
+        page.keyboard.type(text)
+    else:
+        page.keyboard.press("Backspace")
+    page.wait_for_function("([f, t]) => f.value === t", arg=[field, text], timeout=WAIT_MS)
+
+
+# The slider's range, where it is now and whether it has the focus.
+SLIDER = """(r) => { const s = r.querySelector('.gv-slider');
+  return [Number(s.min), Number(s.max), Number(s.value), document.activeElement === s]; }"""
+THUMB_PX = 16  # Chromium's range thumb: its centre travels the track less half a thumb each end
+
+
+def move_slider_to(page: Any, root: Any, step: int, near: int = 40) -> None:
+    """Move the stepper's slider to ``step`` as a person does: a click on its track where the
+    step sits (unless the slider has the focus already, within ``near`` steps), then the
+    slider's own arrow keys (one step each) for what the click could not hit; waits until the
+    stepper shows the step. The slider keeps the focus: the next keys are the slider's (the
+    stepper leaves keys typed into a field alone), until a click elsewhere."""
+    slider = root.query_selector(".gv-slider")
+    low, high, value, focused = page.evaluate(SLIDER, root)
+    assert low <= step <= high, f"step {step} is off the slider ({low}..{high})"
+    if not focused or abs(step - value) > near:
+        slider.scroll_into_view_if_needed()
+        box = slider.bounding_box()
+        assert box is not None and box["width"] > THUMB_PX, "the slider is not on screen"
+        share = (step - low) / (high - low) if high > low else 0.0
+        x = box["x"] + THUMB_PX / 2 + share * (box["width"] - THUMB_PX)
+        page.mouse.click(x, box["y"] + box["height"] / 2)
+        low, high, value, focused = page.evaluate(SLIDER, root)
+        assert focused, "a click on the slider did not give it the focus"
+    key = "ArrowRight" if step > value else "ArrowLeft"
+    for _ in range(abs(step - value)):
+        page.keyboard.press(key)
+    wait_for_step(page, root, step)
+
+
+# The index of the chosen option of a drop-down list, and of the option with a value.
+OPTIONS = """([s, value]) =>
+  [s.selectedIndex, [...s.options].findIndex((o) => o.value === value)]"""
+
+
+def choose(page: Any, select: Any, value: str) -> None:
+    """Choose ``value`` in a drop-down list as a person does with the keyboard: a click opens
+    the list, the arrow keys move to the choice, Enter takes it; waits until it is chosen.
+    The list keeps the focus: keys meant for the stepper need a click on it first
+    (``focus_on``), as a closed list takes the arrow keys, Home and End for itself."""
+    now, wanted = page.evaluate(OPTIONS, [select, value])
+    assert wanted >= 0, f"no option {value!r}"
+    click(page, select)
+    key = "ArrowDown" if wanted > now else "ArrowUp"
+    for _ in range(abs(wanted - now)):
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_function("([s, v]) => s.value === v", arg=[select, value], timeout=WAIT_MS)
 
 
 # where a person puts the focus before pressing keys: the panel, a button, the stage
