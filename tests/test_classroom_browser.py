@@ -11,7 +11,7 @@ import gradviz
 from gradviz.explain.steps import describe_step
 from gradviz.teaching.lessons import lesson
 from tests.support.browser import chromium, open_local
-from tests.support.person import choose, click, focus_on, has_class, type_into
+from tests.support.person import NEXT_FRAMES, choose, click, focus_on, has_class, type_into
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -40,6 +40,7 @@ def test_presentation_mode_fills_the_screen_and_clickers_step(tmp_path: Path) ->
 
         page.keyboard.press("f")
         assert has_class(page, root, "gv-present")
+        page.evaluate(NEXT_FRAMES)  # the view is refit to the full-screen stage by then
         drawn_w, drawn_h = page.evaluate(DRAWN_SIZE, root)
         print("presenting: graph drawn", drawn_w, drawn_h)
         assert drawn_w >= 0.8 * 1600 or drawn_h >= 0.8 * 900, (drawn_w, drawn_h)

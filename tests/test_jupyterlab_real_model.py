@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.browser import ACTIVE, chromium, readable_steps
 from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
-from tests.support.person import choose, focus_on, has_class, move_slider_to, type_into
+from tests.support.person import NEXT_FRAMES, choose, focus_on, has_class, move_slider_to, type_into
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
@@ -81,6 +81,7 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         before = int(root.get_attribute("data-step") or 0)
         page.keyboard.press("f")
         assert has_class(page, root, "gv-present")
+        page.evaluate(NEXT_FRAMES)  # the view is refit to the full-screen stage by then
         page.keyboard.press("PageDown")
         assert root.get_attribute("data-step") == str(before + 1)
         # a real model does not fit readably on the screen: the camera keeps following

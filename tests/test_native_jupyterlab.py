@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.browser import chromium
 from tests.support.jupyterlab import add_notebook, lab_server
+from tests.support.person import click
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
@@ -81,8 +82,10 @@ def test_lesson_12_runs_with_a_clean_console_and_every_picture_in_its_output(
         page.set_viewport_size({"width": 1400, "height": 900})
         page.goto(lab.format(f"{LESSON}.ipynb").replace("/lab/tree/", "/lab/workspaces/n12/tree/"))
         page.wait_for_function(KERNEL_READY)
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+        click(page, page.get_by_role("menuitem", name="Run", exact=True))
+        run_all = page.locator('.lm-Menu-item[data-command="runmenu:run-all"]')
+        run_all.wait_for()
+        click(page, run_all)
         page.wait_for_function(ALL_RAN, timeout=400_000)
         page.wait_for_function(STEPPERS_DRAWN, arg=_steppers())
 

@@ -15,7 +15,7 @@ import gradviz
 from gradviz.model.recording import Recording
 from gradviz.teaching.lessons import lesson
 from tests.support.browser import chromium, open_local
-from tests.support.person import choose, click, focus_on, has_class
+from tests.support.person import NEXT_FRAMES, choose, click, focus_on, has_class
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 
@@ -55,11 +55,6 @@ GRAPH_COVER = """root => {
   const h = Math.min(c.bottom, g.bottom) - Math.max(c.top, g.top);
   return [Math.max(w, 0) / c.width, Math.max(h, 0) / c.height];
 }"""
-
-
-NEXT_FRAMES = (
-    "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
-)
 
 
 def _ten_ops() -> Recording:

@@ -40,6 +40,11 @@ UNDER = """([x, y]) => { const e = document.elementFromPoint(x, y);
   return node ? node.id : e && e.outerHTML.slice(0, 120); }"""
 KEY_TABLE = "(r) => { const t = r.querySelector('.gv-keyhelp'); return !!t && !t.hidden; }"
 TEXT_SCALE = "(r) => r.style.getPropertyValue('--gv-text-scale') || '1'"
+# resolves after two animation frames: a change of the stage's size (presentation mode, a
+# resize) has been seen and the view refit by then
+NEXT_FRAMES = (
+    "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+)
 
 
 def step_of(root: Any) -> int:
