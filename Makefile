@@ -105,7 +105,7 @@ test-torch:
 	$(MAKE) pytest VENV=$(TORCH_VENV) TORCH_SPEC='$(TORCH_SPEC)'
 
 # The front end's pure logic (step schedule, key maps, camera arithmetic) under node --test;
-# pytest checks that the committed bundles match frontend/ (tests/test_frontend_bundle.py).
+# pytest checks that the committed bundles match frontend/ (tests/stepper/test_frontend_bundle.py).
 js-test: setup-dev
 	@echo "==> node --test frontend/test/"
 	node --test frontend/test/
@@ -161,7 +161,7 @@ bench: setup-dev
 		esac; \
 	done
 	@echo "==> benchmark (torch on one thread; medians; a few minutes)"
-	$(BIN)/python tests/benchmarks/bench.py --json $(OUT)/bench.json $(BENCH_ARGS)
+	$(BIN)/python tests/bench/bench.py --json $(OUT)/bench.json $(BENCH_ARGS)
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache
