@@ -105,7 +105,7 @@ def third_party_imports() -> dict[str, set[str]]:
 
 def test_every_import_is_a_declared_dependency() -> None:
     """Each third-party package gradviz imports is in ``dependencies`` or, for the notebook
-    widgets (the stepper, the explorer) and the optional NumPy fast paths, in the
+    widgets (the stepper, the explorer, the film strip) and the optional NumPy fast paths, in the
     ``notebook`` extra, or, for the video
     writer alone, in the ``video`` extra."""
     project = pyproject()["project"]
@@ -119,7 +119,7 @@ def test_every_import_is_a_declared_dependency() -> None:
         distribution = re.sub(r"[-_.]+", "-", DISTRIBUTION_OF.get(name, name).lower())
         if distribution in required:
             continue
-        only_widget = modules <= {"stepper/widget", "stepper/explore"}
+        only_widget = modules <= {"stepper/widget", "stepper/explore", "stepper/filmwidget"}
         if distribution in notebook and (only_widget or name == "numpy"):
             continue  # numpy: every import of it is guarded (the wheel test runs without it)
         if distribution in video and modules == {"replay/video"}:
