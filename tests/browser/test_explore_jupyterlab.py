@@ -12,8 +12,7 @@ import torch
 
 from gradviz.model.values import format_number
 from gradviz.teaching.lessons import ten_ops
-from tests.support.browser import chromium
-from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
+from tests.support.jupyterlab import KERNEL_EXEC, assert_none_of_ours, kernel_sees, lab_page
 from tests.support.person import click, focus_on
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
@@ -52,16 +51,7 @@ def pytorch_grads(c: float, h: float) -> tuple[float, float]:
 
 
 def test_typing_a_leaf_value_redraws_the_gradient_pytorch_computes(tmp_path: Path) -> None:
-    errors: list[str] = []
-    with (
-        jupyterlab(tmp_path / "lab", CELLS) as url,
-        chromium(tmp_path / "profile") as context,
-    ):
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
-        page.set_viewport_size({"width": 1400, "height": 900})
-        page.set_default_timeout(180_000)
-        run_all_cells(page, url)
+    with lab_page(tmp_path, CELLS, width=1400) as (page, errors):
         # the fields turn on once the kernel answers (an exported page has none to answer)
         field = page.wait_for_selector('.gv-leaves[data-live] .gv-leaf-field[data-leaf="c"]')
         assert field.is_enabled()
@@ -110,6 +100,4 @@ def test_typing_a_leaf_value_redraws_the_gradient_pytorch_computes(tmp_path: Pat
         assert notice is True  # the same structure: no "laid out again"
         seen = page.evaluate(KERNEL_EXEC, "print(explorer.values['c'], explorer.step)")
         assert seen == f"[5.5] {last}"
-    if errors:  # JupyterLab's own errors are shown, not failed on; ours come from a blob:
-        print("\npage errors:", *errors, sep="\n  ")
-    assert not [e for e in errors if "blob:" in e], errors
+    assert_none_of_ours(errors)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import ACTIVE, chromium, readable_steps
-from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
+from tests.support.browser import ACTIVE, readable_steps
+from tests.support.jupyterlab import KERNEL_EXEC, assert_none_of_ours, kernel_sees, lab_page
 from tests.support.person import NEXT_FRAMES, choose, focus_on, has_class, move_slider_to, type_into
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
@@ -35,16 +35,7 @@ CELLS = [
 
 
 def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
-    errors: list[str] = []
-    with (
-        jupyterlab(tmp_path / "lab", CELLS) as url,
-        chromium(tmp_path / "profile") as context,
-    ):
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
-        page.set_viewport_size({"width": 1600, "height": 900})
-        page.set_default_timeout(180_000)
-        run_all_cells(page, url)
+    with lab_page(tmp_path, CELLS, width=1600) as (page, errors):
         root = page.wait_for_selector(".gv-stepper .gv-canvas svg").evaluate_handle(
             "(svg) => svg.closest('.gv-stepper')"
         )
@@ -93,6 +84,4 @@ def test_a_watched_gpt_in_the_jupyterlab_widget(tmp_path: Path) -> None:
         assert has_class(page, root, "gv-present", False)
         expected = str(before + 1)
         assert kernel_sees(page, "print(stepper.step)", expected) == expected
-    if errors:  # JupyterLab's own errors are shown, not failed on; ours come from a blob:
-        print("\npage errors:", *errors, sep="\n  ")
-    assert not [e for e in errors if "blob:" in e], errors
+    assert_none_of_ours(errors)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import chromium
-from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, run_all_cells
+from tests.support.jupyterlab import KERNEL_EXEC, lab_page
 from tests.support.person import focus_on, step_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
@@ -31,16 +30,7 @@ STEP_IS = "([r, n]) => Number(r.dataset.step) === n"
 
 
 def test_n_and_the_source_row_in_the_jupyterlab_widget(tmp_path: Path) -> None:
-    errors: list[str] = []
-    with (
-        jupyterlab(tmp_path / "lab", CELLS) as url,
-        chromium(tmp_path / "profile") as context,
-    ):
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.set_viewport_size({"width": 1600, "height": 900})
-        page.set_default_timeout(180_000)
-        run_all_cells(page, url)
+    with lab_page(tmp_path, CELLS, width=1600) as (page, errors):
         root = page.wait_for_selector(".gv-stepper .gv-canvas svg").evaluate_handle(
             "(svg) => svg.closest('.gv-stepper')"
         )

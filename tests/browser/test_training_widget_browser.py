@@ -11,8 +11,7 @@ import pytest
 
 import gradviz
 from gradviz.stepper.filmlayout import colour_class, paint_map
-from tests.support.browser import chromium
-from tests.support.jupyterlab import KERNEL_EXEC, jupyterlab, kernel_sees, run_all_cells
+from tests.support.jupyterlab import KERNEL_EXEC, assert_none_of_ours, kernel_sees, lab_page
 
 TRAIN = """import torch
 from torch import nn
@@ -65,14 +64,7 @@ def test_the_film_strip_widget_in_jupyterlab(tmp_path: Path) -> None:
     bad = diverge([]).first_nonfinite()
     assert bad is not None
     run = diverge([bad.step])
-    errors: list[str] = []
-    with (
-        jupyterlab(tmp_path / "lab", CELLS) as url,
-        chromium(tmp_path / "profile") as context,
-    ):
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
-        run_all_cells(page, url)
+    with lab_page(tmp_path, CELLS, width=1600) as (page, errors):
         page.wait_for_selector(".gv-strip .gv-layout svg g.gv-painted")
         root = page.query_selector(".gv-strip")
         assert page.evaluate(PAINTED, root) == colours(run, 0)
@@ -105,6 +97,4 @@ def test_the_film_strip_widget_in_jupyterlab(tmp_path: Path) -> None:
         assert f"training step {bad.step}" in frame.title()
         assert root.get_attribute("data-step") == str(bad.step)
         assert kernel_sees(page, "print(strip.opened)", str(bad.step)) == str(bad.step)
-    if errors:  # JupyterLab's own errors are shown, not failed on; ours come from a blob:
-        print("\npage errors:", *errors, sep="\n  ")
-    assert not [e for e in errors if "blob:" in e], errors
+    assert_none_of_ours(errors)

@@ -145,3 +145,29 @@ def run_all_cells(page: Any, url: str) -> None:
         " window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
     )
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+@contextmanager
+def lab_page(
+    tmp: Path, cells: Sequence[str], width: int = 1600, height: int = 900
+) -> Iterator[tuple[Any, list[str]]]:
+    """A notebook of ``cells`` in a JupyterLab of its own, opened in Chromium at
+    ``width`` x ``height`` and run; yields the page and the page errors seen so far."""
+    from tests.support.browser import chromium
+
+    errors: list[str] = []
+    with jupyterlab(tmp / "lab", cells) as url, chromium(tmp / "profile") as context:
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
+        page.set_viewport_size({"width": width, "height": height})
+        page.set_default_timeout(180_000)
+        run_all_cells(page, url)
+        yield page, errors
+
+
+def assert_none_of_ours(errors: list[str]) -> None:
+    """JupyterLab's own page errors are printed, not failed on; gradviz's code runs from a
+    blob: URL, so an error of ours names one."""
+    if errors:
+        print("\npage errors:", *errors, sep="\n  ")
+    assert not [e for e in errors if "blob:" in e], errors
