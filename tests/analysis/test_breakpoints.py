@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -16,26 +15,11 @@ from gradviz.analysis.breakpoints import DEFAULT_NORM_BELOW
 from gradviz.errors import InvalidArgument
 from gradviz.replay.frames import replay_data
 from gradviz.stepper.page import unpack_state
+from tests.support.loops import norm, plain_loop
 
 
 def node_of(rec: gradviz.Recording, grad_fn: object) -> str:
     return next(n.id for n in rec.graph.nodes if n.torch_node is grad_fn)
-
-
-def norm(t: torch.Tensor) -> float:
-    return float(torch.linalg.vector_norm(t.detach().double()))
-
-
-def plain_loop(rec: gradviz.Recording, matches: Callable[[torch.Tensor], bool]) -> list[int]:
-    """The steps a loop over the recorded tensors (keep="all") finds."""
-    return [
-        step.index
-        for step in rec.steps
-        if any(
-            isinstance(g, torch.Tensor) and matches(g)
-            for g in (*step.grad_outputs, *step.grad_inputs)
-        )
-    ]
 
 
 # -- NaN: the log of a zero ------------------------------------------------------------

@@ -7,11 +7,7 @@ gradviz or anywidget."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,11 +17,11 @@ import pytest
 from tests.support.browser import chromium
 from tests.support.jupyterlab import CHECKOUT
 from tests.support.person import click
+from tests.support.servers import free_port, local_server
 
 pytest.importorskip("marimo")
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
-START_LIMIT = 180  # seconds: marimo's server answering, on a busy machine
 APP = """
 import marimo
 
@@ -56,12 +52,6 @@ if __name__ == "__main__":
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def marimo_app(tmp: Path, theme: str) -> Iterator[str]:
     """``marimo run`` serving APP on a free port, in ``theme`` (marimo's display setting);
@@ -71,7 +61,7 @@ def marimo_app(tmp: Path, theme: str) -> Iterator[str]:
     settings = tmp / "config" / "marimo"
     settings.mkdir(parents=True)
     (settings / "marimo.toml").write_text(f'[display]\ntheme = "{theme}"\n', encoding="utf-8")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "HOME": str(tmp),  # marimo's own settings are the test's
@@ -80,31 +70,9 @@ def marimo_app(tmp: Path, theme: str) -> Iterator[str]:
     }
     command = [sys.executable, "-m", "marimo", "run", str(app), "--headless"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--no-token"]
-    log = (tmp / "marimo.log").open("wb")
-    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
     url = f"http://127.0.0.1:{port}/"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        deadline = time.monotonic() + START_LIMIT
-        while True:  # polled until it answers
-            if server.poll() is not None:
-                raise RuntimeError(f"marimo exited: {(tmp / 'marimo.log').read_text()[-2000:]}")
-            try:
-                opener.open(url, timeout=30).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"marimo did not start within {START_LIMIT} s") from None
-                time.sleep(0.1)
+    with local_server("marimo", command, env, url, tmp / "marimo.log", cwd=tmp):
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

@@ -5,7 +5,6 @@ link that opens the file in VS Code."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -16,6 +15,7 @@ from torch import nn
 
 import gradviz
 from tests.support.browser import chromium, open_local
+from tests.support.loops import norm, plain_loop
 from tests.support.person import RANGE, click, focus_on, step_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
@@ -23,22 +23,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.needs_dot]
 STEP_IS = "([r, n]) => Number(r.dataset.step) === n"
 FIELD_IS = "([r, v]) => r.querySelector('.gv-runto-threshold').value === v"
 OUTCOME_IS = "([r, o]) => r.querySelector('.gv-runto').dataset.outcome === o"
-
-
-def norm(t: torch.Tensor) -> float:
-    return float(torch.linalg.vector_norm(t.detach().double()))
-
-
-def plain_loop(rec: gradviz.Recording, matches: Callable[[torch.Tensor], bool]) -> list[int]:
-    """The steps a loop over the recorded tensors (keep="all") finds."""
-    return [
-        step.index
-        for step in rec.steps
-        if any(
-            isinstance(g, torch.Tensor) and matches(g)
-            for g in (*step.grad_outputs, *step.grad_inputs)
-        )
-    ]
 
 
 def press_through(page: Any, root: Any, key: str, expected: list[int]) -> list[int]:

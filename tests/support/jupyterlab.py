@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +15,11 @@ from typing import Any
 
 import nbformat
 
+from tests.support.servers import free_port, local_server
+
 KERNEL = "gradviz-browser-test"
 # Upper bounds on waits for a state (seconds), generous: on a busy machine JupyterLab takes
 # minutes to start, and a kernel seconds to answer.
-START_LIMIT = 300
 KERNEL_LIMIT = 120
 CHECKOUT = Path(__file__).resolve().parents[2]  # the repository these tests belong to
 
@@ -38,12 +36,6 @@ KERNEL_EXEC = """async (code) => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def lab_server(tmp: Path) -> Iterator[tuple[str, Path]]:
     """JupyterLab on 127.0.0.1 (a free port, a token of its own) with every Jupyter folder
@@ -57,7 +49,7 @@ def lab_server(tmp: Path) -> Iterator[tuple[str, Path]]:
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     kernel = {"argv": argv, "display_name": "gradviz", "language": "python"}
     (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(dirs["config"]),
@@ -75,31 +67,10 @@ def lab_server(tmp: Path) -> Iterator[tuple[str, Path]]:
     command += ["--LabApp.expose_app_in_browser=True"]
     command += ["--allow-root"] if os.geteuid() == 0 else []
     command += [f"--ServerApp.root_dir={dirs['root']}"]
-    log = (tmp / "lab.log").open("wb")
-    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        deadline = time.monotonic() + START_LIMIT
-        while True:  # polled until it answers
-            if server.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited: {(tmp / 'lab.log').read_text()[-2000:]}")
-            try:
-                opener.open(f"{base}/api/status?token={token}", timeout=30).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start within {START_LIMIT} s") from None
-                time.sleep(0.1)
+    probe = f"{base}/api/status?token={token}"
+    with local_server("JupyterLab", command, env, probe, tmp / "lab.log"):
         yield f"{base}/lab/tree/{{}}?token={token}", dirs["root"]
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 def add_notebook(root: Path, name: str, notebook: Any) -> str:
