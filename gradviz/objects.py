@@ -30,7 +30,14 @@ from gradviz.capture import record as _record
 from gradviz.capture import trace as _trace
 from gradviz.capture import training as _training_capture
 from gradviz.capture import watch as _watch
-from gradviz.capture.leaves import LeafFacts, check_function, leaf_facts, leaf_tensors, run_loss
+from gradviz.capture.leaves import (
+    LeafFacts,
+    LeafValue,
+    check_function,
+    leaf_facts,
+    leaf_tensors,
+    run_loss,
+)
 from gradviz.capture.nograd import check_tensor, gradient_facts
 from gradviz.capture.order import predict_order, predicted_order
 from gradviz.capture.record import Keep
@@ -430,7 +437,7 @@ def watch_training(
     )
 
 
-def explore(fn: Callable[..., torch.Tensor], /, **leaves: Any) -> Explorer:
+def explore(fn: Callable[..., torch.Tensor], /, **leaves: LeafValue) -> Explorer:
     """The stepper over ``fn``'s backward pass, with a field for each leaf: an edit runs
     ``fn`` again with real PyTorch, records it, and shows the new numbers at the same step.
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import torch
 
@@ -22,11 +22,15 @@ __all__ = [
     "EDITABLE_ELEMENTS",
     "Estimate",
     "LeafFacts",
+    "LeafValue",
     "check_function",
     "leaf_facts",
     "leaf_tensors",
     "run_loss",
 ]
+
+# what a leaf may be given as: a number, a list of numbers, or a floating tensor
+LeafValue: TypeAlias = float | Sequence[float] | torch.Tensor
 
 # A leaf of at most this many elements gets a field per element and finite differences;
 # a bigger one is shown but not editable (each element costs two more runs of fn).
