@@ -532,7 +532,7 @@ def test_an_inplace_failure_under_watch_says_what_happened(
     assert "modified by an inplace operation" in message  # PyTorch's text stays
     assert "MulBackward0" in message and "saved c (as `self`) at version 0" in message
     assert "now at version 1" in message
-    assert f"`c += 1` (test_record_defects.py:{line})" in message
+    assert f"`c += 1` ({Path(__file__).name}:{line})" in message
     report = gradviz.explain_inplace(raised.value)
     assert report.failing and report.failing[0].tensor_name == "c"
 
@@ -547,7 +547,7 @@ def test_explain_inplace_accepts_pytorchs_plain_runtime_error(
     (finding,) = report.failing
     assert finding.tensor_name == "c" and finding.node_type == "MulBackward0"
     assert (finding.version_saved, finding.version_now) == (0, 1)
-    assert f"`c += 1` (test_record_defects.py:{line})" in finding.message
+    assert f"`c += 1` ({Path(__file__).name}:{line})" in finding.message
 
 
 def test_explain_inplace_on_an_unwatched_runtime_error_says_what_it_needs() -> None:

@@ -8,6 +8,7 @@ key of the stepper's one key map is pressed and its effect on the stepper checke
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -61,9 +62,29 @@ def centre(element: Any) -> tuple[float, float]:
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
+# Whether an element has stayed put since the last animation frame and is what a click at its
+# centre would hit (a person clicks what they see, once it stops moving): JupyterLab lays a
+# notebook out again as outputs come and go, and a theme's stylesheet arrives late.
+STEADY = """(e) => {
+  const r = e.getBoundingClientRect();
+  const key = [r.left, r.top, r.width, r.height].join(" ");
+  const steady = e.__gvSteady === key;
+  e.__gvSteady = key;
+  if (!steady || r.width === 0 || r.height === 0) return false;
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  return !!hit && (hit === e || e.contains(hit));
+}"""
+STEADY_MS = 10_000
+
+
 def click(page: Any, element: Any) -> None:
-    """A real mouse click on the centre of ``element`` (scrolled into view first)."""
+    """A real mouse click on the centre of ``element``: scrolled into view first, then once it
+    has stopped moving and nothing covers it (past ``STEADY_MS``, clicked where it is)."""
     element.scroll_into_view_if_needed()
+    frame = element.owner_frame() or page.main_frame
+    # covered by design (a label over its box) or still moving: clicked as it is
+    with contextlib.suppress(PlaywrightTimeout):
+        frame.wait_for_function(STEADY, arg=element, polling="raf", timeout=STEADY_MS)
     page.mouse.click(*centre(element))
 
 
