@@ -80,6 +80,8 @@ STEADY_MS = 10_000
 def click(page: Any, element: Any) -> None:
     """A real mouse click on the centre of ``element``: scrolled into view first, then once it
     has stopped moving and nothing covers it (past ``STEADY_MS``, clicked where it is)."""
+    if not hasattr(element, "owner_frame"):  # a Locator: the element it finds now
+        element = element.element_handle()
     element.scroll_into_view_if_needed()
     frame = element.owner_frame() or page.main_frame
     # covered by design (a label over its box) or still moving: clicked as it is
