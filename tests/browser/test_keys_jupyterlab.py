@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from tests.support.browser import chromium
-from tests.support.jupyterlab import KERNEL_EXEC, add_notebook, lab_server
+from tests.support.jupyterlab import ALL_RAN, KERNEL_EXEC, KERNEL_READY, add_notebook, lab_server
 from tests.support.person import (
     FOCUS_PLACES,
     answer_quiz,
@@ -50,15 +50,6 @@ NOTEBOOK_STATE = """() => {
     markdown: cells.filter((c) => c.model.type === 'markdown').length,
   };
 }"""
-KERNEL_READY = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  const s = w && w.sessionContext && w.sessionContext.session;
-  return !!(s && s.kernel && s.kernel.connectionStatus === 'connected'
-    && s.kernel.status === 'idle'); }"""
-ALL_RAN = """() => { const w = window.jupyterapp.shell.currentWidget;
-  const s = w && w.sessionContext && w.sessionContext.session;
-  return !!(s && s.kernel) && s.kernel.status === 'idle' && w.content.widgets.every(
-    (c) => c.model.type !== 'code' || c.model.executionCount !== null
-      || !c.model.sharedModel.getSource().trim()); }"""
 STEPPER = """() => { const r = document.querySelector(
   '.jp-NotebookPanel:not(.lm-mod-hidden) .gv-stepper');
   return r && r.querySelector('.gv-canvas svg') ? r : null; }"""

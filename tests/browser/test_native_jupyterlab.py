@@ -13,22 +13,13 @@ import nbformat
 import pytest
 
 from tests.support.browser import chromium
-from tests.support.jupyterlab import add_notebook, lab_server
+from tests.support.jupyterlab import ALL_RAN, KERNEL_READY, add_notebook, lab_server
 from tests.support.person import click
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_dot, pytest.mark.slow]
 
 LESSON = "12-why-is-my-grad-none-and-other-questions"
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / f"{LESSON}.ipynb"
-KERNEL_READY = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  const s = w && w.sessionContext && w.sessionContext.session;
-  return !!(s && s.kernel && s.kernel.connectionStatus === 'connected'
-    && s.kernel.status === 'idle'); }"""
-ALL_RAN = """() => { const w = window.jupyterapp.shell.currentWidget;
-  const s = w && w.sessionContext && w.sessionContext.session;
-  return !!(s && s.kernel) && s.kernel.status === 'idle' && w.content.widgets.every(
-    (c) => c.model.type !== 'code' || c.model.executionCount !== null
-      || !c.model.sharedModel.getSource().trim()); }"""
 # Every stepper in the notebook drawn (a canvas with its SVG): how many there are.
 STEPPERS_DRAWN = """(wanted) => {
   const roots = [...document.querySelectorAll('.jp-NotebookPanel .gv-stepper')];

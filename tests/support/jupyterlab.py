@@ -142,3 +142,16 @@ def assert_none_of_ours(errors: list[str]) -> None:
     if errors:
         print("\npage errors:", *errors, sep="\n  ")
     assert not [e for e in errors if "blob:" in e], errors
+
+
+# The notebook open in front has a connected kernel with nothing to do.
+KERNEL_READY = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const s = w && w.sessionContext && w.sessionContext.session;
+  return !!(s && s.kernel && s.kernel.connectionStatus === 'connected'
+    && s.kernel.status === 'idle'); }"""
+# ... and every code cell with source has run.
+ALL_RAN = """() => { const w = window.jupyterapp.shell.currentWidget;
+  const s = w && w.sessionContext && w.sessionContext.session;
+  return !!(s && s.kernel) && s.kernel.status === 'idle' && w.content.widgets.every(
+    (c) => c.model.type !== 'code' || c.model.executionCount !== null
+      || !c.model.sharedModel.getSource().trim()); }"""
