@@ -1,6 +1,9 @@
 """The backward layout the film strip recolours: the run's graph drawn once by Graphviz, and
 which training number paints each drawn element.
 
+The drawing shows shapes, not values: it is walked at the first watched step, and its
+tensors' values (the loss, the weights) would be that step's wherever the strip is scrubbed.
+
 A parameter's tensor box and its ``AccumulateGrad`` node take that parameter's gradient
 norm; a node that hands a module's parameters their gradient (an edge straight into their
 ``AccumulateGrad``, or through one node with a single input, such as ``TBackward0``) takes
@@ -84,7 +87,7 @@ def layout_data(run: TrainingRun, modules: list[str]) -> dict[str, Any]:
     if graph is None:
         return {"svg": None, "paint": {}, "note": "no backward was watched: nothing to draw"}
     try:
-        svg = page_svg(graph_svg(graph))
+        svg = page_svg(graph_svg(graph, values=False))
     except GradvizError as error:
         return {"svg": None, "paint": {}, "note": f"the backward graph is not drawn ({error})"}
     return {"svg": svg, "paint": paint_map(graph, list(run.params), modules), "note": None}

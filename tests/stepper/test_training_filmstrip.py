@@ -86,6 +86,19 @@ def test_every_painted_norm_is_pytorchs_own() -> None:
             assert same(painted, expected) or painted == pytest.approx(expected, rel=1e-12)
 
 
+@needs_dot
+def test_the_drawing_shows_no_value_of_one_step_on_every_step() -> None:
+    run, _ = diverging()
+    svg = filmlayout.layout_data(run, run.modules)["svg"]
+    texts = [t.replace("&#45;", "-") for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    step0_loss = run.losses[0]
+    assert run.has_loss[0] and step0_loss != run.losses[1]
+    shown = " ".join(texts)
+    assert f"{step0_loss:.4g}" not in shown
+    assert not any(word in shown for word in ("min ", "max ", "mean "))
+    assert "32×4 float32" in texts  # the shapes stay
+
+
 def test_the_paint_map_puts_each_norm_on_its_own_elements() -> None:
     run, _ = diverging()
     graph = run.graph
