@@ -18,7 +18,7 @@ from typing import Any
 
 from gradviz.model.training import EXPLODING_ABOVE, VANISHING_BELOW, TrainingRun
 from gradviz.stepper.filmlayout import BINS, layout_data
-from gradviz.stepper.page import asset_text, json_for_script
+from gradviz.stepper.page import asset_text, content_security_policy, json_for_script
 
 __all__ = ["filmstrip_data", "filmstrip_html"]
 
@@ -82,6 +82,8 @@ def filmstrip_html(
     css = asset_text("filmstrip.css")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" '
+        f'content="{content_security_policy(script)}">'
         f"<title>{html.escape(title)}</title><style>{css}</style></head>"
         '<body class="gv-strip-page">'
         f'<div class="gv-strip"><h1>{html.escape(title)}</h1></div>'

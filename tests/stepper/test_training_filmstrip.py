@@ -6,6 +6,8 @@ the same data."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 import re
@@ -21,7 +23,7 @@ from gradviz.errors import GraphvizNotFound
 from gradviz.model.training import owner_of
 from gradviz.stepper import filmlayout
 from gradviz.stepper.filmlayout import BINS, colour_class
-from gradviz.stepper.filmstrip import filmstrip_data
+from gradviz.stepper.filmstrip import filmstrip_data, filmstrip_html
 from tests.support.full_disk import fill_disk
 
 needs_dot = pytest.mark.needs_dot
@@ -151,6 +153,18 @@ def test_the_js_scale_is_the_same(tmp_path: Path) -> None:
     out = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [colour_class(v, 1e-6, 1e3) for v in values]
+
+
+def test_the_strip_page_runs_only_its_own_script() -> None:
+    run, _ = diverging()
+    page = filmstrip_html(run, title='<script>alert("x")</script>')
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert policy is not None
+    assert "default-src 'none'" in policy.group(1)
+    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+    assert len(scripts) == 1  # the title's markup is text, not a script
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert re.findall(r"'sha256-([^']+)'", policy.group(1)) == [digest]
 
 
 @needs_dot
