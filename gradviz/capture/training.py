@@ -28,6 +28,9 @@ from gradviz.model.training import NO_GRAD, TrainingRun
 
 __all__ = ["TrainingWatch"]
 
+# one step's norms: one tensor (the usual case) or one 0-d tensor or None per parameter
+_Row = torch.Tensor | list[torch.Tensor | None]
+
 # rows wait as tensors (no device sync per step) and become floats this many at a time
 _SETTLE_EVERY = 64
 
@@ -186,10 +189,10 @@ class TrainingWatch:
 
     def _layout(self, tensors: Any) -> Any:
         """The backward graph about to run, walked (``trace``: the ids a recording of the
-        same graph has) and kept as plain data, so no autograd node outlives its step."""
+        same graph has) and kept as plain data without values, so no autograd node outlives
+        its step (and no value of this one step stands for all of them)."""
         roots = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
-        walked = trace(*roots, params=self._named())
-        return type(walked).from_dict(walked.to_dict())
+        return trace(*roots, params=self._named()).structure()
 
     def _named(self) -> list[tuple[str, torch.Tensor]]:
         return list(zip(self.run.params, self.tensors, strict=True))
@@ -310,16 +313,16 @@ class TrainingWatch:
         return None
 
     # -- rows ----------------------------------------------------------------------------
-    def _updates(self, before: list[torch.Tensor]) -> list[torch.Tensor]:
+    def _updates(self, before: list[torch.Tensor]) -> _Row:
         after = [t.detach() for t in self.tensors]
-        return list(torch._foreach_norm(torch._foreach_sub(after, before)))
+        return _as_row(list(torch._foreach_norm(torch._foreach_sub(after, before))))
 
-    def _norms(self) -> list[torch.Tensor | None]:
-        """Every parameter's ``.grad`` norm, a 0-d tensor each (None: no ``.grad``), in one
-        fused call when every ``.grad`` is there and dense (the usual case)."""
+    def _norms(self) -> _Row:
+        """Every parameter's ``.grad`` norm (None: no ``.grad``), in one fused call when
+        every ``.grad`` is there and dense (the usual case), kept as one tensor."""
         grads = [t.grad for t in self.tensors]
         if all(g is not None and g.layout == torch.strided for g in grads):
-            return list(_foreach_norms(grads))  # type: ignore[arg-type]
+            return _as_row(_foreach_norms(grads))  # type: ignore[arg-type]
         present = [g for g in grads if g is not None and g.layout == torch.strided]
         norms = iter(_foreach_norms(present))
         values: list[torch.Tensor | None] = []
@@ -365,12 +368,15 @@ class TrainingWatch:
         if not pending:
             return
         width = len(self.tensors)
-        waiting: list[torch.Tensor | None] = []
+        waiting: list[tuple[torch.Tensor | None, int]] = []
         for _, loss, grads, updates, _, edges in pending:
-            waiting.append(loss)
-            waiting.extend(grads if grads is not None else [None] * width)
-            waiting.extend(updates if updates is not None else [None] * width)
-            waiting.extend(n for _, n in edges or ())
+            waiting.append((loss, 1))
+            for row in (grads, updates):
+                if isinstance(row, torch.Tensor) or row is None:
+                    waiting.append((row, width))
+                else:
+                    waiting.extend((n, 1) for n in row)
+            waiting.extend((n, 1) for _, n in edges or ())
         values = iter(_floats(waiting))
         for step, loss, _, _, lrs, edges in pending:
             loss_value = next(values)
@@ -421,18 +427,35 @@ def _foreach_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
         return [torch.linalg.vector_norm(g) for g in grads]
 
 
-def _floats(values: Sequence[torch.Tensor | None]) -> list[float]:
-    """0-d tensors as Python floats (None: ``NO_GRAD``), widened to float64 without
-    rounding; one stack and one read per device and dtype."""
-    out = [NO_GRAD] * len(values)
+def _as_row(norms: list[torch.Tensor]) -> _Row:
+    """One step's norms as one tensor where they share a device and dtype (the usual
+    case: settling then reads one tensor a step, not one a parameter), else as they are."""
+    if norms and all(n.device == norms[0].device and n.dtype == norms[0].dtype for n in norms):
+        return torch.stack(norms)
+    return list(norms)
+
+
+def _floats(pieces: Sequence[tuple[torch.Tensor | None, int]]) -> list[float]:
+    """Tensors of (numel) values as Python floats, in order (None: that many ``NO_GRAD``),
+    widened to float64 without rounding; one concatenation and one read per device and
+    dtype."""
+    starts: list[int] = []
+    end = 0
     groups: dict[tuple[torch.device, torch.dtype], list[int]] = {}
-    for index, value in enumerate(values):
+    for index, (value, size) in enumerate(pieces):
+        starts.append(end)
+        end += size
         if value is not None:
             groups.setdefault((value.device, value.dtype), []).append(index)
+    out = [NO_GRAD] * end
     for indices in groups.values():
-        stacked = torch.stack([values[i] for i in indices])  # type: ignore[misc]
-        for index, number in zip(indices, stacked.to(torch.float64).tolist(), strict=True):
-            out[index] = number
+        joined = torch.cat([pieces[i][0].reshape(-1) for i in indices])  # type: ignore[union-attr]
+        numbers = joined.to(torch.float64).tolist()
+        taken = 0
+        for index in indices:
+            size = pieces[index][1]
+            out[starts[index] : starts[index] + size] = numbers[taken : taken + size]
+            taken += size
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from gradviz.escape import json_text, utf8
@@ -187,6 +187,10 @@ class TensorRecord:
             output_nr=data["output_nr"],
             is_root=data["is_root"],
         )
+
+
+# a tensor record's fields that hold values or a live tensor: ``Graph.structure`` drops them
+_VALUE_FIELDS = frozenset({"data", "grad", "tensor"})
 
 
 def tensor_label(name: str | None, is_root: bool, role: Role) -> str:
@@ -485,6 +489,22 @@ class Graph:
         )
 
     # -- plain data ----------------------------------------------------------------------
+    def structure(self) -> Graph:
+        """The same nodes, edges and tensors as plain data without values: no live torch
+        object and no summary (what a drawing with ``values=False`` shows). Cheap on a
+        fresh trace, whose summaries wait: ``to_dict`` would compute them all."""
+        nodes = [
+            Node(id=n.id, type_name=n.type_name, name=n.name, sequence_nr=n.sequence_nr)
+            for n in self.nodes
+        ]
+        edges = [Edge.made(e.src, e.slot, e.dst, e.input_nr) for e in self.edges]
+        kept = [f.name for f in fields(TensorRecord) if f.name not in _VALUE_FIELDS]
+        tensors = [
+            TensorRecord(data=None, grad=None, **{name: getattr(t, name) for name in kept})
+            for t in self.tensors
+        ]
+        return type(self)(nodes, edges, list(self.root_ids), tensors)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": JSON_FORMAT,
