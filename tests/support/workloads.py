@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from gradviz.teaching.lessons import LESSONS
+from tests.support.zoo import ZooModel, zoo
 
 
 @dataclass
@@ -269,7 +270,8 @@ def _training(
 
 
 def training_workloads() -> list[TrainingWorkload]:
-    """Small models trained on CPU: an MLP with Adam and a transformer block with AdamW."""
+    """Small models trained on CPU: an MLP with Adam, a transformer block with AdamW, and
+    the zoo's models that need torch alone (each with Adam)."""
     torch.manual_seed(0)
     mlp = nn.Sequential(
         nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)
@@ -294,4 +296,11 @@ def training_workloads() -> list[TrainingWorkload]:
             torch.optim.AdamW(block.parameters(), lr=1e-3),
             lambda: F.cross_entropy(block(tokens), labels),
         ),
+        *(_zoo_training(entry) for entry in zoo("all") if entry.library == "torch"),
     ]
+
+
+def _zoo_training(entry: ZooModel) -> TrainingWorkload:
+    torch.manual_seed(0)
+    model, loss = entry.build()
+    return _training(f"zoo {entry.name} Adam", model, torch.optim.Adam(model.parameters()), loss)
