@@ -428,11 +428,13 @@ def _foreach_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 def _as_row(norms: list[torch.Tensor]) -> _Row:
-    """One step's norms as one tensor where they share a device and dtype (the usual
-    case: settling then reads one tensor a step, not one a parameter), else as they are."""
-    if norms and all(n.device == norms[0].device and n.dtype == norms[0].dtype for n in norms):
+    """One step's norms as one tensor (settling then reads one tensor a step, not one a
+    parameter): ``torch.stack`` promotes mixed floating dtypes to the widest, which holds
+    every value exactly; norms on several devices stay as they are."""
+    try:
         return torch.stack(norms)
-    return list(norms)
+    except RuntimeError:
+        return list(norms)
 
 
 def _floats(pieces: Sequence[tuple[torch.Tensor | None, int]]) -> list[float]:

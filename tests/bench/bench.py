@@ -485,7 +485,7 @@ def measure_cold_start(repeat: int) -> dict[str, Any]:
 # at least ``TRAINING_MIN_STEPS`` steps): a loop, not one step, so the block's one-off
 # walk of the graph at its first step counts, as it does for a user, but at its share of
 # a short run (it is reported on its own too)
-TRAINING_BLOCK_S = 0.25
+TRAINING_BLOCK_S = 0.5
 TRAINING_MIN_STEPS = 20
 
 
@@ -523,7 +523,7 @@ def measure_training(work: TrainingWorkload, repeat: int) -> dict[str, Any]:
         run()  # warm up
     times: dict[str, list[float]] = {name: [] for name in runs}
     firsts: list[float] = []
-    for _ in range(max(2 * repeat + 1, 5)):
+    for _ in range(max(2 * repeat + 1, 9)):
         for name, run in runs.items():
             gc.collect()
             start = time.perf_counter()
