@@ -76,6 +76,26 @@ def test_every_stored_number_is_pytorchs_own() -> None:
             assert run.update_norm(name)[row] == expected["updates"][i]  # type: ignore[index]
 
 
+def test_norms_of_mixed_precision_parameters_are_each_their_own_exactly() -> None:
+    torch.manual_seed(0)
+    weights = nn.ParameterList(
+        nn.Parameter(torch.randn(8, dtype=dtype) * 1e-3)
+        for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+    )
+    opt = torch.optim.SGD(weights, lr=0.1)
+    expected: list[list[float]] = []
+    with gradviz.watch_training(weights, opt) as run:
+        for _ in range(3):
+            opt.zero_grad()
+            sum(
+                (w.double() * torch.arange(8.0, dtype=torch.float64)).sum() ** 2 for w in weights
+            ).backward()  # type: ignore[union-attr]
+            expected.append([vnorm(w.grad) for w in weights])  # type: ignore[arg-type]
+            opt.step()
+    for row, norms in enumerate(expected):
+        assert [run.grad_norm(name)[row] for name in run.params] == norms
+
+
 def test_module_norms_are_the_norm_of_the_modules_gradients() -> None:
     model, x, y = tiny()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
