@@ -52,6 +52,10 @@ class LiveTensorRecord(TensorRecord):
         record._grad_from = grad
         return record
 
+    def pending_values(self) -> int:
+        source = self._data_from
+        return 0 if source is None else source[0].numel()
+
     @property
     def data(self) -> Summary | None:
         source = self._data_from

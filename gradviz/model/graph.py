@@ -149,6 +149,11 @@ class TensorRecord:
         """The name, or what the tensor is when the user gave it none."""
         return tensor_label(self.name, self.is_root, self.role)
 
+    def pending_values(self) -> int:
+        """How many values a summary of ``data`` would read now: 0 once it is summarized
+        (a traced record summarizes on first use, ``gradviz.capture.ondemand``)."""
+        return 0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -11,17 +11,19 @@ identifier (a hand-built or loaded graph).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from itertools import compress
+from typing import Any
 
 from gradviz.escape import ELLIPSIS, MAX_LABEL_CHARS, dot_quote, html_text
 from gradviz.model.graph import Edge, Graph, Node, TensorRecord, TensorRow, tensor_label
 from gradviz.model.values import Role
+from gradviz.render.dot_header import attribute_list, dot_attributes, kept_header
 from gradviz.render.dot_ids import check_ids, dot_id
 from gradviz.render.dot_tables import shape_line, tensor_table, value_line
-from gradviz.render.dot_texts import DotTexts, texts_for
+from gradviz.render.dot_texts import texts_for
 from gradviz.render.options import RenderOptions
-from gradviz.render.theme import RoleStyle, Theme
+from gradviz.render.theme import RoleStyle
+from gradviz.render.value_budget import UNSUMMARIZED_TIP, over_budget
 
 __all__ = ["RenderOptions", "check_ids", "dot_id", "html_text", "svg_ids", "tooltip"]
 
@@ -71,69 +73,6 @@ def _multi_output_nodes(graph: Graph) -> set[str]:
     return multi
 
 
-def _attrs(**attributes: str | float | None) -> str:
-    return "[" + _attr_list(attributes) + "]"
-
-
-_LABELS = frozenset(("label", "headlabel", "taillabel", "xlabel"))
-
-
-def _attr_list(attributes: Mapping[str, str | float | None]) -> str:
-    """``key=value`` pairs: HTML-like labels (``<...>``, built by gradviz from ``html_text``)
-    as they are, any other text quoted (a tooltip of ``<b>`` stays text)."""
-    parts = []
-    for key, value in attributes.items():
-        if value is None:
-            continue
-        if key[-1] == "_":
-            key = key.rstrip("_")
-        if isinstance(value, str):
-            if key in _LABELS and value[:1] == "<" and value[-1:] == ">":
-                parts.append(f"{key}={value}")
-            else:
-                parts.append(f"{key}={dot_quote(value)}")
-        else:
-            parts.append(f"{key}={value}")
-    return " ".join(parts)
-
-
-def dot_header(theme: Theme, prefix: str, direction: str, **graph_extra: str) -> list[str]:
-    """The opening lines every gradviz DOT shares: graph, node and edge defaults (a new
-    list; its text is kept per theme, prefix and direction: ``dot_texts``)."""
-    # checks the theme again (a new value): its values go into DOT (and the SVG) as they are
-    return _kept_header(texts_for(theme, True), theme, prefix, direction, graph_extra)
-
-
-def _kept_header(
-    texts: DotTexts, theme: Theme, prefix: str, direction: str, graph_extra: dict[str, str]
-) -> list[str]:
-    """``dot_header`` from a theme's store (the header does not depend on ``shapes``, so
-    either store of the theme serves)."""
-    headers = texts.headers
-    key = (prefix, direction, tuple(graph_extra.items()))
-    lines = headers.get(key)
-    if lines is None:
-        lines = headers[key] = tuple(_header(theme, prefix, direction, graph_extra))
-    return list(lines)
-
-
-def _header(theme: Theme, prefix: str, direction: str, graph_extra: dict[str, str]) -> list[str]:
-    t = theme
-    graph = _attrs(
-        id=prefix,
-        rankdir=direction,
-        bgcolor=t.background,
-        fontname=t.font,
-        nodesep="0.35",
-        ranksep="0.45",
-        pad="0.2",
-        **graph_extra,
-    )
-    node = _attrs(fontname=t.font, fontsize=11, fontcolor=t.text, margin="0.12,0.05", penwidth=1.4)
-    edge = _attrs(fontname=t.font, fontsize=10, color=t.edge, fontcolor=t.edge_label, arrowsize=0.7)
-    return ["digraph gradviz {", f"  graph {graph};", f"  node {node};", f"  edge {edge};"]
-
-
 class _DotWriter:
     def __init__(self, graph: Graph, options: RenderOptions) -> None:
         self.graph = graph
@@ -149,8 +88,8 @@ class _DotWriter:
         # shape's text; a model's leaves repeat a few of each
         self._texts = texts = texts_for(self.theme, options.shapes)
         if texts.node_style is None:
-            # the attributes every node shares (same text and order as _attrs would give)
-            texts.node_style = _attr_list(self._style(self.theme.node))
+            # the attributes every node shares (same text and order as dot_attributes would give)
+            texts.node_style = attribute_list(self._style(self.theme.node))
         self._node_style = texts.node_style
         self._role_cache = texts.roles
         self._type_cache = texts.types
@@ -162,10 +101,13 @@ class _DotWriter:
         # True while write() is inside a block whose node and edge defaults carry the
         # shared attributes (``_open_scope``); the views with watch() data never set it
         self._scoped = False
+        # ids of the tensors whose values this drawing leaves unread (values="auto"):
+        # found on the first box that asks
+        self._unsummarized: frozenset[str] | None = None
 
     def write(self) -> str:
         # the store the writer already has: its theme is checked, not hashed again
-        self.lines = _kept_header(self._texts, self.theme, self.prefix, self.options.direction, {})
+        self.lines = kept_header(self._texts, self.theme, self.prefix, self.options.direction, {})
         tensor_rows = self._compact_rows()
         # the backward nodes and edges in one block whose defaults are a node's box and an
         # edge's class: each of their lines carries its own text only. The roots come first
@@ -219,7 +161,9 @@ class _DotWriter:
         attributes themselves."""
         texts = self._texts
         if texts.node_scope is None:
-            box = _attr_list({"class": "gv_node", "shape": "box", **self._style(self.theme.node)})
+            box = attribute_list(
+                {"class": "gv_node", "shape": "box", **self._style(self.theme.node)}
+            )
             texts.node_scope = (f"  node [{box}];", '  edge [class="gv_edge"];')
         return texts.node_scope
 
@@ -407,7 +351,7 @@ class _DotWriter:
             head = f"<{edge.input_nr}>"
         self.lines.append(
             f"  {edge.src} -> {edge.dst} "
-            + _attrs(
+            + dot_attributes(
                 id=f"{self.prefix}_e_{edge.src}_{edge.slot}",
                 class_="gv_edge",
                 label=label,
@@ -424,7 +368,7 @@ class _DotWriter:
     def _offgraph(self) -> str:
         """The attributes after the id of an off-graph input's box, the same for all."""
         if self._texts.offgraph_tail is None:
-            self._texts.offgraph_tail = _attr_list(
+            self._texts.offgraph_tail = attribute_list(
                 {
                     "class": "gv_offgraph",
                     "shape": "box",
@@ -525,38 +469,65 @@ class _DotWriter:
 
     def _role_attrs(self, role: Role) -> tuple[str, str]:
         """The style attributes of a role's tensor boxes and the colour of its links, as
-        text, written once per drawing (the same text ``_attrs`` would give)."""
+        text, written once per drawing (the same text ``dot_attributes`` would give)."""
         cached = self._role_cache.get(role)
         if cached is None:
             style = self.theme.role(role)
-            cached = (_attr_list(self._style(style)), _attr_list({"color": style.border}))
+            cached = (attribute_list(self._style(style)), attribute_list({"color": style.border}))
             self._role_cache[role] = cached
         return cached
 
     def _compact_tail(
-        self, role: Role, label: str, shape: tuple[int, ...], dtype: str, style: str
+        self,
+        role: Role,
+        label: str,
+        shape: tuple[int, ...],
+        dtype: str,
+        style: str,
+        shown: bool = False,
     ) -> str:
         """What follows the id of a compact box that shows no values: its class, label
         (the name, and the shape and dtype when ``shapes``), tooltip and style."""
-        label_text = self._compact_label(label, shape, dtype)
+        label_text = self._compact_label(label, shape, dtype, shown)
         return f'class="gv_tensor gv_{role.value}" shape="box" {label_text} {style}'
 
-    def _compact_label(self, label: str, shape: tuple[int, ...], dtype: str) -> str:
+    def _compact_label(
+        self, label: str, shape: tuple[int, ...], dtype: str, shown: bool = False
+    ) -> str:
         """A compact box's label (the name, and the shape and dtype when ``shapes``) and the
-        tooltip of a long name: ``_compact_tail`` inside a block that sets the rest."""
+        tooltip of a long name: ``_compact_tail`` inside a block that sets the rest. A box
+        whose values the default drawing's budget left unread (not ``shown`` though values
+        are asked for) ends its shape line in "…" and says why in its tooltip."""
         name, more = self._label_text(label)
         text = f"<B>{name}</B>"
         if self.options.shapes:
-            text += f'<BR/><FONT POINT-SIZE="9">{self._shape_text(shape, dtype)}</FONT>'
+            unread = f" {ELLIPSIS}" if self.options.values and not shown else ""
+            shape_text = self._shape_text(shape, dtype)
+            text += f'<BR/><FONT POINT-SIZE="9">{shape_text}{unread}</FONT>'
+            if unread:
+                more = f" tooltip={dot_quote(f'{label} · {UNSUMMARIZED_TIP}')}"
         return f"label=<{text}>{more}"
+
+    def _shows_values(self, record: TensorRecord) -> bool:
+        """Whether the box shows the record's values: always (``values=True``), never
+        (``False``), or within the default drawing's budget (``"auto"``)."""
+        values = self.options.values
+        if values is True or values is False:
+            return values
+        if self._unsummarized is None:
+            self._unsummarized = over_budget(self.graph.tensors)
+        return record.id not in self._unsummarized
 
     def _box_tail(self, record: TensorRecord, compact: bool, style: str) -> str:
         """What follows a tensor box's id: its class, label, tooltip and style (inside a
         block of leaves, its label and tooltip only)."""
-        if compact and not (self.options.shapes and self.options.values):
+        shown = self._shows_values(record)
+        if compact and not (self.options.shapes and shown):
             if self._scoped:
-                return self._compact_label(record.label, record.shape, record.dtype)
-            return self._compact_tail(record.role, record.label, record.shape, record.dtype, style)
+                return self._compact_label(record.label, record.shape, record.dtype, shown)
+            return self._compact_tail(
+                record.role, record.label, record.shape, record.dtype, style, shown
+            )
         if compact:
             name, more = self._label_text(record.label)
             text = f"<B>{name}</B>"
@@ -565,7 +536,7 @@ class _DotWriter:
                 text += f'<BR/><FONT POINT-SIZE="9">{value}</FONT>'
             label = f"<{text}>"
         else:
-            label = "<" + tensor_table(record, self.options.shapes, self.options.values) + ">"
+            label = "<" + tensor_table(record, self.options.shapes, shown) + ">"
             whole = tooltip(record.label, record.grad_fn)
             more = "" if whole is None else f" tooltip={dot_quote(whole)}"
         if self._scoped:
@@ -593,9 +564,10 @@ class _DotWriter:
     def _tensor_box(self, record: TensorRecord, compact: bool) -> None:
         role = record.role
         style, link_colour = self._role_attrs(role)
-        if compact and not (self.options.shapes and self.options.values):
+        if compact and not (self.options.shapes and self._shows_values(record)):
             # no values shown: a box of one role, name, shape and dtype is written once
-            key = (role, record.label, tuple(record.shape), record.dtype)
+            unread = bool(self.options.values and self.options.shapes)  # by the budget
+            key: tuple[Any, ...] = (role, record.label, tuple(record.shape), record.dtype, unread)
             tails = self._texts.scoped_box_tails if self._scoped else self._box_tails
             tail = tails.get(key)
             if tail is None:
@@ -651,7 +623,7 @@ class _DotWriter:
             text = f'<<FONT POINT-SIZE="9">{html_text(style.legend)}</FONT>>'
             lines.append(
                 f"    {name} "
-                + _attrs(
+                + dot_attributes(
                     id=f"{legend_id}_{role.value}",
                     class_=f"gv_legend_item gv_{role.value}",
                     label=text,
@@ -665,7 +637,7 @@ class _DotWriter:
             text = "edge: its gradient, or shape ‖norm‖ when big (4×2 ‖0.36‖)"
             lines.append(
                 "    legend_edges "
-                + _attrs(
+                + dot_attributes(
                     id=f"{legend_id}_edges",
                     class_="gv_legend_item",
                     shape="plaintext",

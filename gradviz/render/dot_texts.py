@@ -11,6 +11,7 @@ a theme changed after it was made (``object.__setattr__``) finds no entry and is
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from gradviz.model.values import Role
 from gradviz.render.theme import Theme
@@ -38,10 +39,11 @@ class DotTexts:
         self.leaf_scope: tuple[str, ...] | None = None
         self.labels: dict[str, tuple[str, str]] = {}  # escaped name, tooltip attribute
         self.shapes: dict[tuple[tuple[int, ...], str], str] = {}  # escaped shape line
-        # what follows a compact box's id, per (role, label, shape, dtype)
-        self.box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
-        # the same inside the leaves' block (label and tooltip), per (role, label, shape, dtype)
-        self.scoped_box_tails: dict[tuple[Role, str, tuple[int, ...], str], str] = {}
+        # what follows a compact box's id, per (role, label, shape, dtype) and, for a box
+        # whose values the default drawing left unread, "unread"
+        self.box_tails: dict[tuple[Any, ...], str] = {}
+        # the same inside the leaves' block (label and tooltip)
+        self.scoped_box_tails: dict[tuple[Any, ...], str] = {}
         # a leaf's label and tooltip (inside the leaves' block), per (label, shape, dtype)
         self.leaf_labels: dict[tuple[str, tuple[int, ...], str], str] = {}
         self.headers: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[str, ...]] = {}

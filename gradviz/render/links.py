@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from gradviz.model.forward import FOp, Forward, FTensor, TensorState
 from gradviz.model.graph import Edge, Node, TensorRecord
 from gradviz.model.values import Role
-from gradviz.render.dot import _attrs, _DotWriter, html_text
+from gradviz.render.dot import _DotWriter, html_text
+from gradviz.render.dot_header import dot_attributes
 
 __all__ = ["CombinedSides", "LinkSpec"]
 
@@ -110,7 +111,7 @@ class _LinkWriter(_DotWriter):
                 if record is None
                 else self._grad_label(self.options.link_labels.get(record.id))
             )
-            attributes = _attrs(
+            attributes = dot_attributes(
                 id=f"{self.prefix}_{link_id}",
                 class_="gv_link",
                 style="dashed",
@@ -236,7 +237,7 @@ class _LinkWriter(_DotWriter):
                 continue
             self.lines.append(
                 f"  {made.name} -> c_{src}_{slot} "
-                + _attrs(
+                + dot_attributes(
                     id=f"{self.prefix}_k_{src}_{slot}",
                     class_="gv_constlink",
                     style="dotted",

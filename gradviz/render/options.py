@@ -31,8 +31,10 @@ class RenderOptions:
     saved: bool = False
     shapes: bool = True
     # False: tensor boxes show shape and dtype but no values, so no tensor is summarized
-    # (a structure-only drawing reads no tensor values; gradviz.capture.ondemand)
-    values: bool = True
+    # (a structure-only drawing reads no tensor values; gradviz.capture.ondemand); True:
+    # every tensor's values; "auto": those within a budget, smallest first
+    # (gradviz.render.value_budget)
+    values: bool | Literal["auto"] = "auto"
     legend: bool = True
     theme: Theme = field(default_factory=lambda: get_theme("default"))
     prefix: str | None = None  # SVG id prefix; the graph's own when None
@@ -102,6 +104,11 @@ class RenderOptions:
                 "prefix must be letters, digits, '_' or '-' (it starts every SVG id), "
                 f"not {made.prefix!r}"
             )
+        if not (made.values is True or made.values is False or made.values == "auto"):
+            raise InvalidArgument(
+                f"values= takes True (every tensor's), False (none) or 'auto' (the default: "
+                f"as many as a quick drawing reads), not {made.values!r}"
+            )
         if made.direction not in _DIRECTIONS:
             raise ValueError(
                 f"direction must be one of {sorted(_DIRECTIONS)}, not {made.direction!r}"
@@ -124,7 +131,7 @@ class StyleKeywords(TypedDict, total=False):
     direction: str
     saved: bool
     shapes: bool
-    values: bool
+    values: bool | Literal["auto"]
     legend: bool
     theme: Theme | str
     prefix: str | None

@@ -19,14 +19,8 @@ from gradviz.model.forward import FOp, Forward, TensorState
 from gradviz.model.graph import Edge, Graph, TensorRecord
 from gradviz.model.value_rows import shaped_text
 from gradviz.model.values import Role, Summary
-from gradviz.render.dot import (
-    RenderOptions,
-    _attrs,
-    _DotWriter,
-    dot_header,
-    html_text,
-    tooltip,
-)
+from gradviz.render.dot import RenderOptions, _DotWriter, html_text, tooltip
+from gradviz.render.dot_header import dot_attributes, dot_header
 from gradviz.render.dot_tables import tensor_table
 from gradviz.render.forward_boxes import as_record, box_name, made_by, standing_differs
 from gradviz.render.frontier import Collapse, boxed
@@ -195,9 +189,8 @@ class _Writer(_LinkWriter):
     def _open(self, side: str, title: str, wanted: bool) -> None:
         if wanted:
             self.lines.append(f"  subgraph cluster_{side} {{")
-            self.lines.append(
-                f"    {_attrs(id=f'{self.prefix}_{side}', label=title, style='invis')[1:-1]};"
-            )
+            frame = dot_attributes(id=f"{self.prefix}_{side}", label=title, style="invis")
+            self.lines.append(f"    {frame[1:-1]};")
 
     def _close(self, wanted: bool) -> None:
         if wanted:
@@ -208,7 +201,9 @@ class _Writer(_LinkWriter):
         if key not in self.marks:
             return line
         step = self.theme.step
-        extra = _attrs(class_="gv_marked", penwidth=step.active_width, color=step.active_border)
+        extra = dot_attributes(
+            class_="gv_marked", penwidth=step.active_width, color=step.active_border
+        )
         line = line.replace('class="gv_', 'class="gv_marked gv_', 1)
         return line[: line.rindex("]")] + " " + extra[1:-1] + line[line.rindex("]") :]
 
@@ -240,7 +235,7 @@ class _Writer(_LinkWriter):
                 self.lines.append(f"{indent}subgraph cluster_{side}_m{index} {{")
                 self.lines.append(
                     f"{indent}  "
-                    + _attrs(
+                    + dot_attributes(
                         id=f"{self.prefix}_{side}_m{index}",
                         label=f"<<I>{html_text(scope.label)}</I>>",
                         tooltip=tooltip(scope.label),
@@ -314,7 +309,7 @@ class _Writer(_LinkWriter):
                 return
             seen_edges.add((src, dst))
             ids = {"id": f"{self.prefix}_fe_{src}_{dst}"}  # the stepper reveals it by id
-            edges.append(f"  {src} -> {dst} {_attrs(**ids, **attributes)};")
+            edges.append(f"  {src} -> {dst} {dot_attributes(**ids, **attributes)};")
 
         used = {a.tensor for op in data.replayed for a in op.inputs if a.tensor is not None}
         for op in data.replayed:
@@ -415,7 +410,7 @@ class _Writer(_LinkWriter):
         if op.line is not None:
             rows.append(f'<FONT POINT-SIZE="8">{html_text(op.line.short())}</FONT>')
         dashed = op.kind in ("detach", "requires_grad") or not op.grad_enabled
-        line = f"  {name} " + _attrs(
+        line = f"  {name} " + dot_attributes(
             id=f"{self.prefix}_{name}",
             class_=f"gv_op gv_op_{op.kind}",
             shape="box" if op.kind == "requires_grad" else "ellipse",
@@ -432,7 +427,7 @@ class _Writer(_LinkWriter):
     def _scalar_line(self, name: str, text: str) -> str:
         return (
             f"  {name} "
-            + _attrs(
+            + dot_attributes(
                 id=f"{self.prefix}_{name}",
                 class_="gv_scalar gv_constant",
                 shape="box",
@@ -456,7 +451,7 @@ class _Writer(_LinkWriter):
         if note:
             label += f'<BR/><FONT POINT-SIZE="8"><I>{html_text(note)}</I></FONT>'
         label += ">"
-        line = f"  {name} " + _attrs(
+        line = f"  {name} " + dot_attributes(
             id=f"{self.prefix}_{name}",
             class_=css,
             shape="box3d",
@@ -489,7 +484,7 @@ class _Writer(_LinkWriter):
             shown = as_record(made, self.data)
             label = "<" + tensor_table(shown, self.options.shapes) + ">"
             element = made.name if made.record is None else made.record.id
-            line = f"  {made.name} " + _attrs(
+            line = f"  {made.name} " + dot_attributes(
                 id=f"{self.prefix}_{element}",
                 class_=f"gv_tensor gv_{role.value}",
                 shape="box",
@@ -509,7 +504,7 @@ class _Writer(_LinkWriter):
         if self.options.shapes and value is not None:
             shown_value = "changed in place" if changed and moment is None else box_value(value)
             text += f'<BR/><FONT POINT-SIZE="9">{html_text(shown_value, None)}</FONT>'
-        line = f"  {made.name} " + _attrs(
+        line = f"  {made.name} " + dot_attributes(
             id=f"{self.prefix}_{made.name}",
             class_=f"gv_ftensor gv_{role.value}",
             shape="box",
@@ -611,7 +606,7 @@ class _Writer(_LinkWriter):
             text += f" +{len(flowing) - 1} more"
         self.lines.append(
             f"  {src} -> {dst} "
-            + _attrs(
+            + dot_attributes(
                 id=f"{self.prefix}_e_{first.src}_{first.slot}",
                 class_="gv_edge gv_merged" if len(edges) > 1 else "gv_edge",
                 label=self._grad_label(text),
