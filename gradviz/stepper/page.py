@@ -164,12 +164,16 @@ def default_view(recording: Recording, views: Sequence[str], collapse: object = 
 
 
 def opening_step(recording: Recording, born: dict[str, int]) -> int:
-    """Where the page opens: the first forward frame of a graph that reads whole (at most
+    """Where the page opens: the first forward frame that draws something (``born``: when
+    the opening view's elements appear; an op on inputs that need no gradient, such as
+    slicing the token ids, draws nothing) of a graph that reads whole (at most
     ``MAX_THINGS`` nodes: a lesson's story starts with its forward pass, and the camera
-    frames what exists so far) or whose first frame already shows most of the opening view
-    (``born``: when its elements appear); else the seed, where the backward pass starts at
-    the loss (a model's first forward op alone on its stage tells nothing)."""
+    frames what exists so far) or whose first frame already shows most of the opening view;
+    else the seed, where the backward pass starts at the loss (a model's first forward op
+    alone on its stage tells nothing)."""
     first = first_step(recording)
+    if first < 0 and born:
+        first = min(0, max(first, min(born.values())))
     if first < 0 and len(recording.graph.nodes) <= MAX_THINGS:
         return first
     if first < 0 and born and sum(at <= first for at in born.values()) * 2 >= len(born):

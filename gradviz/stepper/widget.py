@@ -122,7 +122,7 @@ class Stepper(anywidget.AnyWidget):
             svgs=payload["svgs"],
             data=wire_safe({**payload["data"], **extra}),  # names may hold anything
             css=payload["css"],
-            step=first_step(recording) if step is None else step,
+            step=payload["start"] if step is None else step,  # where the page opens too
             view=payload["view"],
         )
         self.on_msg(self._on_message)

@@ -177,7 +177,9 @@ def test_forward_frames_grow_the_graph_without_a_ghost(tmp_path: Path) -> None:
     with chromium(tmp_path / "profile") as context:
         page, _, errors = open_local(context, page_file)
         root = page.wait_for_selector(".gv-stepper")
-        assert int(root.get_attribute("data-step") or "0") == -len(recording.forward_ops)
+        # the first frame that draws something (the first three make constants only)
+        opened = int(root.get_attribute("data-step") or "0")
+        assert -len(recording.forward_ops) < opened < 0
         for _ in range(3):
             hidden = page.evaluate(HIDDEN_FUTURE, root)
             assert hidden and all(hidden)  # not made yet: not drawn at all

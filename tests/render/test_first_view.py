@@ -19,6 +19,7 @@ from gradviz.render.watched import collapsed_members
 from gradviz.replay.modules import view_options
 from gradviz.stepper.page import opening_step, stepper_payload, unpack_state
 from tests.support.shaped_models import MODELS
+from tests.support.zoo import ZOO
 
 pytestmark = pytest.mark.needs_dot
 
@@ -134,6 +135,22 @@ def test_the_page_opens_at_the_seed_unless_the_first_forward_frame_shows_most() 
     born = payload["data"]["schedule"]["born"][payload["view"]]
     assert sum(at == first for at in born.values()) * 2 < len(born)  # nearly empty at first
     assert payload["start"] == 0
+
+
+def test_a_small_model_opens_at_its_first_forward_frame_that_draws_something() -> None:
+    """The LSTM language model slices its token ids first: that frame draws nothing (no
+    input needs a gradient), so the page opens where the first element appears."""
+    (entry,) = [e for e in ZOO if e.name == "lstm-lm"]
+    torch.manual_seed(0)
+    model, loss_of = entry.build()
+    with gradviz.watch(model) as w:
+        loss = loss_of()
+    rec = w.record(loss)
+    payload = stepper_payload(rec)
+    born = payload["data"]["schedule"]["born"][payload["view"]]
+    first = -len(rec.forward_ops)
+    assert not any(at == first for at in born.values())  # the first frame draws nothing
+    assert payload["start"] == min(born.values()) < 0
 
 
 def test_a_graph_that_reads_whole_opens_at_its_first_forward_frame() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 import gradviz
 from gradviz.model.recording import Recording
+from gradviz.stepper.page import stepper_payload
 from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
@@ -149,12 +150,15 @@ def test_watched_stepper_sends_forward_steps_as_plain_numbers(wire: list[Wire]) 
     stepper = gradviz.Stepper(watched)
     (channel,) = [c for c in wire if "svgs" in c.sent[0][1].get("state", {})]
     opened = channel.sent[0][1]["state"]
-    assert opened["step"] == -12 and opened["data"]["first"] == -12
+    # it opens on the first frame that draws something: the first three make constants
+    born = stepper_payload(watched, lazy=True)["data"]["schedule"]["born"]["backward"]
+    assert opened["step"] == min(born.values()) == -9
+    assert opened["data"]["first"] == -12
     assert len(opened["data"]["forward"]) == len(watched.forward_ops)
     before = len(channel.sent)
     stepper.next()
     stepper.goto(-1)
     stepper.next()
     updates = [data for kind, data in channel.sent[before:] if kind == "comm_msg"]
-    assert [u["state"] for u in updates] == [{"step": -11}, {"step": -1}, {"step": 0}]
+    assert [u["state"] for u in updates] == [{"step": -8}, {"step": -1}, {"step": 0}]
     assert stepper.frame.active is None  # the seed
