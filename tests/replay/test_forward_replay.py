@@ -25,6 +25,7 @@ from gradviz.replay.frames import (
     replay_born,
     replay_data,
 )
+from gradviz.stepper.page import stepper_payload
 from gradviz.teaching.lessons import lesson
 
 pytestmark = pytest.mark.needs_dot
@@ -203,9 +204,12 @@ def test_step_svgs_and_files_of_forward_frames(watched: Recording, tmp_path: Pat
         watched.svg(step=-13)
 
 
-def test_stepper_opens_on_the_first_forward_op(watched: Recording) -> None:
+def test_stepper_opens_on_the_first_forward_op_that_draws_something(watched: Recording) -> None:
     stepper = gradviz.Stepper(watched)
-    assert stepper.step == stepper.first == -12 and stepper.last == 7
+    born = stepper_payload(watched, lazy=True)["data"]["schedule"]["born"]["backward"]
+    assert stepper.first == -12 and stepper.last == 7
+    assert stepper.step == min(born.values()) > stepper.first  # the first ops make constants
+    assert stepper.goto(stepper.first) == -12
     assert stepper.frame.op is watched.forward_ops[0]  # type: ignore[union-attr]
     assert stepper.prev() == -12  # stays at the first forward op
     assert stepper.goto(-3) == -3 and "DivBackward0" in stepper.frame.narration
