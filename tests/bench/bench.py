@@ -12,9 +12,10 @@ torchlens wraps torch's functions on its first use and keeps them wrapped, which
 slow every later torch call; it is therefore measured last, after all gradviz and plain
 torch figures of every workload.
 
-The replay table (replay_bench.py) and the model zoo's table (zoo_bench.py: sixteen
+The replay table (replay_bench.py), the model zoo's table (zoo_bench.py: sixteen
 architectures against the targets of watch, record, save, page weight and the default
-drawing) follow, each in a child process (``--zoo none`` leaves the zoo out).
+drawing) and the scale figures (scale_bench.py: 10,000 and 100,000 backward nodes) follow,
+each in a child process (``--zoo none`` and ``--scale none`` leave them out).
 """
 
 from __future__ import annotations
@@ -236,6 +237,15 @@ def replay_in_a_fresh_process(only: str) -> dict[str, Any]:
         subprocess.run([sys.executable, str(script), only, "--json", str(out)], check=True)
         loaded: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return loaded
+
+
+def scale_in_a_fresh_process(kinds: str) -> None:
+    """The 100,000-node figures (scale_bench.py), printed by the child: ``kinds`` is
+    "deep", "gru" or both ("deep,gru"); the GRU's layout outgrows memory at 10,000 nodes
+    (its shared weights' edges span the whole graph), so it is asked for by name."""
+    script = Path(__file__).resolve().parent / "scale_bench.py"
+    print(flush=True)
+    subprocess.run([sys.executable, str(script), "--kinds", kinds], check=True)
 
 
 def zoo_in_a_fresh_process(only: str) -> dict[str, Any]:
@@ -702,6 +712,9 @@ def main(argv: list[str] | None = None) -> int:
         "--zoo", default="all", help="zoo models to run ('none': skip the zoo table)"
     )
     parser.add_argument(
+        "--scale", default="deep", help="scale graphs: deep, gru or deep,gru ('none': skip)"
+    )
+    parser.add_argument(
         "--memory", action="store_true", help="only the peak memory, as JSON (the child's run)"
     )
     args = parser.parse_args(argv)
@@ -783,6 +796,8 @@ def main(argv: list[str] | None = None) -> int:
     zoo: dict[str, Any] = {}
     if args.zoo != "none":
         zoo = zoo_in_a_fresh_process(args.zoo)
+    if args.scale != "none":
+        scale_in_a_fresh_process(args.scale)
     elapsed = time.perf_counter() - started
     print(f"\n{len(rows)} workloads in {elapsed:.0f} s; memory: {MEMORY_METHOD}")
 
