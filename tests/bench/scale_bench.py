@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
 import gradviz  # noqa: E402
-from gradviz.errors import GradvizWarning  # noqa: E402
+from gradviz.errors import GradvizError, GradvizWarning  # noqa: E402
 from tests.support.workloads import GRUUnrolled, synthetic  # noqa: E402
 
 SAVE_RATIO = 12.0
@@ -62,7 +62,16 @@ def measure(kind: str, make: Callable[[int], Callable[[], torch.Tensor]], nodes:
         record_s = time.perf_counter() - start
         path = folder / f"{kind.split()[0]}-{nodes}.html"
         start = time.perf_counter()
-        recording.save(path)
+        try:
+            recording.save(path)
+        except GradvizError as error:  # the figure is that it failed, and after how long
+            return {
+                "kind": kind,
+                "nodes": len(recording.graph.nodes),
+                "record_s": record_s,
+                "save_s": time.perf_counter() - start,
+                "error": f"save failed: {type(error).__name__}: {str(error)[:200]}",
+            }
         save_s = time.perf_counter() - start
     row: dict[str, Any] = {
         "kind": kind,
@@ -93,6 +102,9 @@ def report(rows: list[dict[str, Any]]) -> str:
             f"  {row['kind']}: {row['nodes']} nodes, record {row['record_s']:.1f} s, "
             f"save {row['save_s']:.1f} s"
         )
+        if "page_mb" not in row:
+            lines.append(f"{text} MISSED: {row['error']}")
+            continue
         if row["kind"] in base:
             ratio = row["save_s"] / base[row["kind"]]
             text += f" ({ratio:.1f}× the smaller{'' if ratio <= SAVE_RATIO else ' MISSED'})"
