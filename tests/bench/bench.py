@@ -225,39 +225,19 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def replay_in_a_fresh_process(only: str) -> dict[str, Any]:
-    """The replay table, run by replay_bench.py in a child process: torchlens keeps torch's
-    functions wrapped after the figures above, and under its wrappers ``watch()`` records
-    them as the source line of every op, which changes the pages (ResNet-50's weighed
-    1.58 MB per 1,000 nodes instead of 1.49)."""
-    script = Path(__file__).resolve().parent / "replay_bench.py"
+def in_a_fresh_process(script: str, *arguments: str) -> Any:
+    """What ``tests/bench/<script>`` prints, then the JSON it writes (``--json``), run in a
+    child process: torchlens keeps torch's functions wrapped after the figures above, and
+    under its wrappers ``watch()`` records them as the source line of every op, which
+    changes the pages (ResNet-50's weighed 1.58 MB per 1,000 nodes instead of 1.49). The
+    replay table (replay_bench.py), the zoo's (zoo_bench.py) and the scale figures
+    (scale_bench.py) run this way, with torch's functions as every user has them."""
+    path = Path(__file__).resolve().parent / script
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "replay.json"
+        out = Path(folder) / "figures.json"
         print(flush=True)
-        subprocess.run([sys.executable, str(script), only, "--json", str(out)], check=True)
-        loaded: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return loaded
-
-
-def scale_in_a_fresh_process(kinds: str) -> None:
-    """The 100,000-node figures (scale_bench.py), printed by the child: ``kinds`` is
-    "deep", "gru" or both ("deep,gru"); the GRU's layout outgrows memory at 10,000 nodes
-    (its shared weights' edges span the whole graph), so it is asked for by name."""
-    script = Path(__file__).resolve().parent / "scale_bench.py"
-    print(flush=True)
-    subprocess.run([sys.executable, str(script), "--kinds", kinds], check=True)
-
-
-def zoo_in_a_fresh_process(only: str) -> dict[str, Any]:
-    """The model zoo's table (zoo_bench.py), in a child process for the same reason as the
-    replay's: torch's functions as every user has them, not torchlens' wrappers."""
-    script = Path(__file__).resolve().parent / "zoo_bench.py"
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "zoo.json"
-        print(flush=True)
-        subprocess.run([sys.executable, str(script), only, "--json", str(out)], check=True)
-        loaded: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return loaded
+        subprocess.run([sys.executable, str(path), *arguments, "--json", str(out)], check=True)
+        return json.loads(out.read_text(encoding="utf-8"))
 
 
 # -- one workload ----------------------------------------------------------------------------
@@ -792,12 +772,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: torchlens not measured: {TORCHLENS_MISSING}")
     replay: dict[str, Any] = {}
     if args.replay != "none":
-        replay = replay_in_a_fresh_process(args.replay)
+        replay = in_a_fresh_process("replay_bench.py", args.replay)
     zoo: dict[str, Any] = {}
     if args.zoo != "none":
-        zoo = zoo_in_a_fresh_process(args.zoo)
+        zoo = in_a_fresh_process("zoo_bench.py", args.zoo)
+    scale: list[dict[str, Any]] = []
     if args.scale != "none":
-        scale_in_a_fresh_process(args.scale)
+        # the GRU's layout outgrows memory at 10,000 nodes (its shared weights' edges span
+        # the whole graph): it runs when asked for by name
+        scale = in_a_fresh_process("scale_bench.py", "--kinds", args.scale)
     elapsed = time.perf_counter() - started
     print(f"\n{len(rows)} workloads in {elapsed:.0f} s; memory: {MEMORY_METHOD}")
 
@@ -830,6 +813,7 @@ def main(argv: list[str] | None = None) -> int:
                 "targets": checks,
                 "replay": replay,
                 "zoo": zoo,
+                "scale": scale,
             },
             indent=1,
         )
