@@ -31,6 +31,8 @@ _COMPOUND = (
     ast.Match,
 )
 
+_PER_STATEMENT = 4  # one statement's ops still waiting to bind (see Bindings.settle)
+
 _PARSED: dict[tuple[str, int], tuple[list[ast.stmt], frozenset[str]] | None] = {}
 # Python 3.11's ast.parse is not safe in two threads at once (watch() blocks in threads)
 _PARSE_LOCK = threading.Lock()
@@ -149,6 +151,7 @@ class _Pending:
     last: int
     names: tuple[str, ...]
     outputs: frozenset[str]
+    instruction: int  # the frame's ``f_lasti`` at the op: it only grows within one run
 
 
 class Bindings:
@@ -169,31 +172,54 @@ class Bindings:
 
     def saw(self, frame: FrameType, lineno: int, outputs: tuple[str, ...]) -> None:
         """An op ran at ``frame``'s ``lineno`` and made ``outputs``."""
-        self.settle()
+        self.settle(frame)
         if not outputs:
             return
         found = _assignment(frame.f_code.co_filename, lineno)
         if found is not None:
             first, last, names = found
-            self.pending.append(_Pending(frame, first, last, names, frozenset(outputs)))
+            self.pending.append(
+                _Pending(frame, first, last, names, frozenset(outputs), frame.f_lasti)
+            )
 
-    def settle(self, final: bool = False) -> None:
-        """Name what is bound now; forget statements that have run to their end."""
+    def settle(self, now: FrameType | None = None, final: bool = False) -> None:
+        """Name what is bound now; forget statements that have run to their end.
+
+        A statement has ended when its frame runs another line, or (``now``: the frame of
+        the op being noted) runs it again from an earlier instruction, as a loop body does
+        (``h = torch.tanh(h @ w)``). Each frame's locals are read once per call, and one
+        statement keeps its newest ``_PER_STATEMENT`` ops waiting: a loop over a one-op
+        line (``h = torch.tanh(h)``) repeats the same instruction."""
         keep: list[_Pending] = []
         overflow = len(self.pending) - self._LIMIT
-        for index, entry in enumerate(self.pending):
-            bound = self._bind(entry)
-            line = entry.frame.f_lineno or 0
+        scopes: dict[int, dict[str, object] | None] = {}
+        waiting: dict[tuple[int, int], int] = {}
+        ran_again: set[int] = set()  # statements of ``now`` run again: entry.first
+        if now is not None:
+            ran_again = {
+                e.first for e in self.pending if e.frame is now and now.f_lasti < e.instruction
+            }
+        for index in range(len(self.pending) - 1, -1, -1):  # newest first
+            entry = self.pending[index]
+            frame = entry.frame
+            if id(frame) not in scopes:
+                scopes[id(frame)] = _locals(frame)
+            scope = scopes[id(frame)]
+            bound = scope is not None and self._bind(entry, scope)
+            line = frame.f_lineno or 0
             running = entry.first <= line <= entry.last
-            if not (bound or final or index < overflow or not running):
-                keep.append(entry)
+            if running and frame is now and entry.first in ran_again:
+                running = False  # the same statement, run again
+            statement = (id(frame), entry.first)
+            count = waiting.get(statement, 0)
+            if bound or final or index < overflow or not running or count >= _PER_STATEMENT:
+                continue
+            waiting[statement] = count + 1
+            keep.append(entry)
+        keep.reverse()
         self.pending = keep
 
-    def _bind(self, entry: _Pending) -> bool:
-        try:
-            scope = entry.frame.f_locals
-        except Exception:  # pragma: no cover - a frame whose locals cannot be read
-            return False
+    def _bind(self, entry: _Pending, scope: dict[str, object]) -> bool:
         found = False
         for name in entry.names:
             tensor_id = self.find(scope.get(name))
@@ -207,6 +233,13 @@ class Bindings:
         self.settle(final=True)
         self.pending = []
         return self.names
+
+
+def _locals(frame: FrameType) -> dict[str, object] | None:
+    try:
+        return frame.f_locals
+    except Exception:  # pragma: no cover - a frame whose locals cannot be read
+        return None
 
 
 def prime(name: str, count: int) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from gradviz.model.summarize import SMALL_NUMEL, summarize
+from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
 from gradviz.model.values import Role, Summary
 
 __all__ = [
@@ -82,23 +82,41 @@ def role(tensor: torch.Tensor) -> Role:
     return Role.LEAF if is_leaf(tensor) else Role.BRANCH
 
 
+_SHAPES: dict[tuple[tuple[int, ...], torch.dtype], Summary] = {}  # shape-only summaries
+
+
 def cheap_summary(tensor: torch.Tensor) -> Summary | None:
+    """Every value of a small tensor; of a bigger one, its shape and dtype only. The
+    shape-only summary is immutable and the same for every tensor of that shape and dtype:
+    made once (``watch()`` asks for one per tensor it sees)."""
     try:
-        if tensor.numel() <= SMALL_NUMEL:
+        numel = tensor.numel()
+        if numel <= SMALL_NUMEL:
             return summarize(tensor)
-        return Summary(
-            tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."), tensor.numel(), (), False
-        )
+        key = (tuple(tensor.shape), tensor.dtype)
+        found = _SHAPES.get(key)
+        if found is None:
+            if len(_SHAPES) > 4096:
+                _SHAPES.clear()
+            found = _SHAPES[key] = Summary(key[0], dtype_name(key[1]), numel, (), False)
+        return found
     except RuntimeError:
         return None
 
 
 def flat_tensors(value: object) -> list[torch.Tensor]:
+    """The tensors in ``value``, in order, through nested tuples and lists."""
     if isinstance(value, torch.Tensor):
         return [value]
-    if isinstance(value, tuple | list):
-        return [t for item in value for t in flat_tensors(item)]
-    return []
+    if not isinstance(value, tuple | list):
+        return []
+    found: list[torch.Tensor] = []
+    for item in value:
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, tuple | list):
+            found += flat_tensors(item)
+    return found
 
 
 def scalar_text(value: object) -> tuple[bool | int | float | str | None, str]:

@@ -47,6 +47,7 @@ from gradviz.model.forward import (
 from gradviz.model.graph import Graph
 from gradviz.model.public import built
 from gradviz.model.recording import Recording
+from gradviz.model.summarize import dtype_name
 
 if TYPE_CHECKING:
     from typing_extensions import Self, Unpack
@@ -244,7 +245,7 @@ class Watch(Generic[_Graph, _Recording]):
                 name=None,
                 name_source=None,
                 shape=tuple(tensor.shape),
-                dtype=str(tensor.dtype).removeprefix("torch."),
+                dtype=dtype_name(tensor.dtype),
                 role=state.role,
                 requires_grad=state.requires_grad,
                 is_leaf=state.is_leaf,
@@ -285,15 +286,7 @@ class Watch(Generic[_Graph, _Recording]):
 
     def _source(self) -> tuple[SourceLine | None, FrameType | None]:
         frame: FrameType | None = sys._getframe(2)
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            if not (
-                filename.startswith(_TORCH_DIR)
-                or filename in _OWN_FILES
-                or filename == _CONTEXTLIB
-                or str(frame.f_globals.get("__name__", "")).partition(".")[0] in TORCH_WRAPPERS
-            ):
-                break
+        while frame is not None and _passed_over(frame):
             frame = frame.f_back
         if frame is None:
             return None, None
@@ -327,59 +320,57 @@ class Watch(Generic[_Graph, _Recording]):
         name = name or op_values.op_name(func)
         bumps: list[VersionBump] = []
         index = len(self.forward.ops)
-        firsts = first or [None] * len(inputs)
-        input_ids = [
-            self._tensor_id(t, None, state, after=False)
-            for t, state in zip(inputs, firsts, strict=True)
-        ]
-        for tensor, tensor_id, old in zip(inputs, input_ids, before, strict=True):
+        find = self._registry.find
+        input_ids: list[str] = []
+        for position, tensor in enumerate(inputs):
+            tensor_id = find(tensor)
+            if tensor_id is None:
+                state = first[position] if first else None
+                tensor_id = self._tensor_id(tensor, None, state, after=False)
+            input_ids.append(tensor_id)
+            old = before[position]
+            if old is None:
+                continue
             new = op_values.version(tensor)
-            if old is not None and new is not None and new != old:
+            if new is not None and new != old:
                 bumps.append(VersionBump(tensor_id, old, new))
                 base = getattr(tensor, "_base", None)
-                base_id = self._registry.find(base) if isinstance(base, torch.Tensor) else None
+                base_id = find(base) if isinstance(base, torch.Tensor) else None
                 if base_id is not None and all(b.tensor != base_id for b in bumps):
                     bumps.append(VersionBump(base_id, old, new))
         if not outputs and not bumps:
             return  # .item(), .dim(), repr, ...: nothing for the graph
-        args_out: list[Arg] = []
-        positional = [(str(i), value) for i, value in enumerate(args)]
-        for position, value in positional + list(kwargs.items()):
-            tensors = op_values.flat_tensors(value)
-            if tensors:
-                for tensor in tensors:
-                    position_text = position if len(tensors) == 1 else f"{position}[]"
-                    args_out.append(
-                        Arg(
-                            position_text,
-                            tensor=self._registry.find(tensor),
-                            version=_version_before(tensor, inputs, before),
-                        )
-                    )
-            else:
-                scalar, text = op_values.scalar_text(value)
-                args_out.append(Arg(position, value=scalar, text=text))
-        known = [self._registry.find(t) is not None for t in outputs]  # in-place: self
+        args_out = _arguments(args, kwargs, input_ids, before)
+        known = [find(t) is not None for t in outputs]  # in-place: self
         output_ids = [self._tensor_id(t, index) for t in outputs]
         nodes = [op_values.grad_fn(t) for t in outputs]  # under no_grad a view's may raise
+        seqs: list[int | None] = []
         for tensor, tensor_id, node in zip(outputs, output_ids, nodes, strict=True):
-            if node is not None:
-                edge = (int(node._sequence_nr()), int(tensor.output_nr))
-                self._grad_edges[tensor_id] = (*edge, str(tensor.device))
+            if node is None:
+                seqs.append(None)
+                continue
+            seq = int(node._sequence_nr())
+            seqs.append(seq)
+            self._grad_edges[tensor_id] = (seq, int(tensor.output_nr), str(tensor.device))
         # as the op left them: what it may have changed (new outputs were noted as made)
         changed = bool(bumps) or name.endswith("_")  # requires_grad_(), detach_(), set_()
-        seen: list[tuple[torch.Tensor | None, str]]
-        seen = [(t, i) for t, i in zip(inputs, input_ids, strict=True) if changed]
-        seen += [(t, i) for t, i, k in zip(outputs, output_ids, known, strict=True) if k]
-        seen += [(self._registry.get(b.tensor), b.tensor) for b in bumps]  # a view's base
-        for live, tensor_id in seen:
+        observe = self._moments.observe
+        if changed:
+            for tensor, tensor_id in zip(inputs, input_ids, strict=True):
+                observe(tensor_id, tensor, index, True)
+        for tensor, tensor_id, was_known in zip(outputs, output_ids, known, strict=True):
+            if was_known:
+                observe(tensor_id, tensor, index, True)
+        for bump in bumps:  # a view's base
+            live = self._registry.get(bump.tensor)
             if live is not None:
-                self._moments.observe(tensor_id, live, index, True)
-        bumped = [b.tensor for b in bumps]
-        for source in self._moments.after_op(name, input_ids, output_ids, bumped):
-            live = self._registry.get(source)
-            if live is not None:
-                self._moments.observe(source, live, index, True)
+                observe(bump.tensor, live, index, True)
+        if name == "data" or bumps:
+            bumped = [b.tensor for b in bumps]
+            for source in self._moments.after_op(name, input_ids, output_ids, bumped):
+                live = self._registry.get(source)
+                if live is not None:
+                    observe(source, live, index, True)
         kind = "op"
         if bumps:
             kind = "inplace"
@@ -399,9 +390,9 @@ class Watch(Generic[_Graph, _Recording]):
                 kind=kind,
                 inputs=tuple(args_out),
                 outputs=tuple(output_ids),
-                output_versions=tuple(op_values.version(t) for t in outputs),
-                grad_fns=tuple(_type_name(n) for n in nodes),
-                grad_fn_seqs=tuple(None if n is None else int(n._sequence_nr()) for n in nodes),
+                output_versions=tuple([op_values.version(t) for t in outputs]),
+                grad_fns=tuple([None if n is None else type(n).__name__ for n in nodes]),
+                grad_fn_seqs=tuple(seqs),
                 bumps=tuple(bumps),
                 seq_start=seq_start,
                 seq_end=seq_end,
@@ -676,6 +667,23 @@ def watch_that_saw(tensor: torch.Tensor) -> Watch[Any, Any] | None:
     return None
 
 
+_PASSED_OVER: dict[str, bool] = {}  # filename -> whether its frames are passed over
+
+
+def _passed_over(frame: FrameType) -> bool:
+    """True for a frame of torch, of gradviz's own machinery, of ``contextlib`` or of a
+    library in ``TORCH_WRAPPERS``: not where the user's op ran. The file's part is decided
+    once per file; a wrapper library is asked of the frame (the set may change)."""
+    filename = frame.f_code.co_filename
+    found = _PASSED_OVER.get(filename)
+    if found is None:
+        found = filename.startswith(_TORCH_DIR) or filename in _OWN_FILES or filename == _CONTEXTLIB
+        if len(_PASSED_OVER) > 10_000:  # a long session of notebook cells
+            _PASSED_OVER.clear()
+        _PASSED_OVER[filename] = found
+    return found or str(frame.f_globals.get("__name__", "")).partition(".")[0] in TORCH_WRAPPERS
+
+
 def _is_view_of(tensor: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
     """True when ``tensor`` shares memory with an input as a view (slice, view, t, ...)."""
     if not tensor._is_view():
@@ -684,14 +692,28 @@ def _is_view_of(tensor: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
     return any(base is i or (i._is_view() and i._base is base) for i in inputs)
 
 
-def _type_name(node: Any) -> str | None:
-    return None if node is None else type(node).__name__
-
-
-def _version_before(
-    tensor: torch.Tensor, inputs: list[torch.Tensor], before: list[int | None]
-) -> int | None:
-    for candidate, version in zip(inputs, before, strict=True):
-        if candidate is tensor:
-            return version
-    return op_values.version(tensor)
+def _arguments(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    input_ids: list[str],
+    before: list[int | None],
+) -> list[Arg]:
+    """The op's arguments in order: each tensor by id with its version before the op (the
+    op's ``inputs`` list these tensors in the same order), each other value as text."""
+    out: list[Arg] = []
+    cursor = 0
+    for position, value in [*((str(i), v) for i, v in enumerate(args)), *kwargs.items()]:
+        if isinstance(value, torch.Tensor):
+            out.append(Arg(position, tensor=input_ids[cursor], version=before[cursor]))
+            cursor += 1
+            continue
+        count = len(op_values.flat_tensors(value)) if isinstance(value, tuple | list) else 0
+        if count:
+            text = position if count == 1 else f"{position}[]"
+            for offset in range(cursor, cursor + count):
+                out.append(Arg(text, tensor=input_ids[offset], version=before[offset]))
+            cursor += count
+        else:
+            scalar, text = op_values.scalar_text(value)
+            out.append(Arg(position, value=scalar, text=text))
+    return out

@@ -28,13 +28,21 @@ _BUILDERS = frozenset(("__init__", "reset_parameters", "_reset_parameters", "_in
 _get_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 
 
+# a module's call: an op below it runs in some forward (or in a module built inside one)
+_MODULE_CALLS = (torch.nn.Module._call_impl.__code__, torch.nn.Module._wrapped_call_impl.__code__)
+
+
 def _building_a_module() -> bool:
     """True inside ``nn.Module`` construction or ``torch.nn.init``: weight initialisation
     is not part of the forward pass, and its in-place fills would mark every fresh
-    parameter as changed in place."""
+    parameter as changed in place. The walk stops at the innermost module call: a deep
+    model's op would otherwise walk its whole stack, every op."""
     frame: FrameType | None = sys._getframe(2)
+    first_call, second_call = _MODULE_CALLS
     while frame is not None:
         code = frame.f_code
+        if code is first_call or code is second_call:
+            return False
         if code.co_filename == _NN_INIT:
             return True
         if code.co_name in _BUILDERS and code.co_argcount:
@@ -93,7 +101,9 @@ class WatchMode(TorchFunctionMode):
             elif attribute in ("data", "grad"):  # .data: new values, the same version
                 self.owner._guard(self.owner._attribute_set, args[0], attribute == "data")
             return out
-        inputs = op_values.flat_tensors(args) + op_values.flat_tensors(list(kwargs.values()))
+        inputs = op_values.flat_tensors(args)
+        if kwargs:
+            inputs += op_values.flat_tensors(list(kwargs.values()))
         before = [op_values.version(t) for t in inputs]
         first = self.owner._before(inputs, before)
         seq_start = _get_sequence_nr()

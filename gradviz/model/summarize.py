@@ -53,6 +53,10 @@ _SAFE_SQUARES = {torch.float32: 1e37, torch.float64: 1e306}
 _ONES: dict[torch.dtype, Any] = {}  # NUMPY_MAX ones per dtype: sum(x) as dot(x, ones)
 _MINIMUM = None if numpy is None else numpy.minimum.reduce
 _MAXIMUM = None if numpy is None else numpy.maximum.reduce
+# small tensors whose tolist() gives Python bools, ints or floats (the general path's values)
+_FLOAT_DTYPES = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64))
+_SMALL_DTYPES = _FLOAT_DTYPES | {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32}
+_SMALL_DTYPES |= {torch.int64}
 _COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
 
@@ -85,6 +89,9 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
     values, a ZeroTensor (no memory, all zeros) as zeros.
     """
     try:
+        small = _small_cpu_summary(tensor, small_numel)
+        if small is not None:
+            return small
         if numpy is not None:
             fast = _dense_cpu_summary(tensor, small_numel)
             if fast is not None:
@@ -92,6 +99,63 @@ def summarize(tensor: torch.Tensor, small_numel: int = SMALL_NUMEL) -> Summary:
         return _summary_of(tensor, small_numel)
     except RuntimeError:  # under FakeTensorMode even a real tensor's ops make fake ones
         return _unavailable(tensor)
+
+
+def _small_cpu_summary(tensor: torch.Tensor, small_numel: int) -> Summary | None:
+    """The commonest small case with as few tensor calls as it takes: a plain (or
+    ``nn.Parameter``) real CPU tensor of 1 to ``small_numel`` values with memory
+    of its own (``watch()`` summarizes every bias and scalar it sees). The same numbers as
+    the general path, bit for bit; None for every other tensor."""
+    dtype = tensor.dtype
+    if dtype not in _SMALL_DTYPES:
+        return None
+    kind = type(tensor)
+    if kind is not torch.Tensor and kind is not torch.nn.Parameter:
+        return None
+    numel = tensor.numel()
+    if not 0 < numel <= small_numel or not tensor.is_cpu or tensor.layout != torch.strided:
+        return None
+    if not tensor.data_ptr():  # a ZeroTensor
+        return None
+    shape = tuple(tensor.shape)
+    flat: list[Any] = tensor.tolist()  # no tensor made: reshape(-1) would cost 4x
+    if len(shape) != 1:
+        flat = [flat] if not shape else _flattened(flat)
+    floats = flat if dtype in _FLOAT_DTYPES else [float(v) for v in flat]
+    name = _DTYPE_NAMES.get(dtype) or dtype_name(dtype)
+    return _small_summary(shape, name, numel, tuple(flat), floats)
+
+
+def _flattened(nested: list[Any]) -> list[float]:
+    """A nested ``tolist()`` in row-major order."""
+    out: list[float] = []
+    for item in nested:
+        if isinstance(item, list):
+            out.extend(_flattened(item))
+        else:
+            out.append(item)
+    return out
+
+
+def _small_summary(
+    shape: tuple[int, ...],
+    dtype: str,
+    numel: int,
+    values: tuple[Scalar, ...],
+    floats: list[float],
+) -> Summary:
+    """Every value of a small real tensor, with its statistics computed in Python."""
+    total = sum(floats)
+    if math.isfinite(total):  # no NaN and no Inf among them (either would spread)
+        nan = inf = False
+    else:
+        nan = any(v != v for v in floats)
+        inf = any(math.isinf(v) for v in floats)
+    # Python's min() and max() skip NaN by accident (comparisons are False): say NaN,
+    # as torch.aminmax does
+    low, high = (math.nan, math.nan) if nan else (min(floats), max(floats))
+    norm = float(sum([v * v for v in floats]) ** 0.5)
+    return _summary(shape, dtype, numel, values, low, high, total / numel, norm, nan, inf, True)
 
 
 def _summary_of(tensor: torch.Tensor, small_numel: int) -> Summary:
@@ -128,24 +192,7 @@ def _summary_of(tensor: torch.Tensor, small_numel: int) -> Summary:
             if data.is_complex():
                 return _complex_small(shape, dtype, numel, values, raw)
             floats = [float(v) for v in values]
-        nan = any(v != v for v in floats)
-        # Python's min() and max() skip NaN by accident (comparisons are False): say NaN,
-        # as torch.aminmax does
-        low, high = (math.nan, math.nan) if nan else (min(floats), max(floats))
-        inf = any(math.isinf(v) for v in floats)
-        return Summary(
-            shape,
-            dtype,
-            numel,
-            values,
-            True,
-            low,
-            high,
-            sum(floats) / numel,
-            float(sum([v * v for v in floats]) ** 0.5),
-            nan,
-            inf,
-        )
+        return _small_summary(shape, dtype, numel, values, floats)
     expanded = expanded_base(data)
     if expanded is not None:  # a broadcast: summarize the memory it repeats (gradviz.model.lowmem)
         return _expanded_summary(data, *expanded, shape, dtype, numel)
@@ -316,8 +363,9 @@ def _summary(
     norm: float,
     nan: bool,
     inf: bool,
+    complete: bool = False,
 ) -> Summary:
-    """``Summary(shape, dtype, numel, values, False, low, high, mean, norm, nan, inf)``
+    """``Summary(shape, dtype, numel, values, complete, low, high, mean, norm, nan, inf)``
     without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field: a
     third of a small gradient's summary)."""
     summary: Summary = _SUMMARY_NEW(Summary)
@@ -326,7 +374,7 @@ def _summary(
         dtype=dtype,
         numel=numel,
         values=values,
-        complete=False,
+        complete=complete,
         min=low,
         max=high,
         mean=mean,

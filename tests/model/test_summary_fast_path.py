@@ -65,3 +65,44 @@ def test_the_fast_path_reads_a_transposed_gradient_without_copying_it() -> None:
     big = torch.randn(4000, 5000)  # 80 MB
     grown = peak_growth_mib(lambda: summarize(big.t()))
     assert grown < 40
+
+
+def small_cases() -> list[torch.Tensor]:
+    torch.manual_seed(1)
+    out: list[torch.Tensor] = []
+    for dtype in (torch.float32, torch.float64):
+        out += [torch.randn((), dtype=dtype), torch.randn(16, dtype=dtype)]
+        out += [torch.randn(2, 3, dtype=dtype), torch.randn(3, 4, dtype=dtype).t()]
+        out += [torch.randn(1, 2, 2, dtype=dtype).permute(2, 0, 1)]
+    out.append(torch.nn.Parameter(torch.randn(8)))
+    out.append(torch.randn(5, requires_grad=True) * 2)  # a branch
+    out.append(torch.tensor([1.0, math.nan, math.inf]))
+    out.append(torch.tensor([-math.inf, 2.0]))
+    out.append(torch.tensor([3e38, 3e38]))  # a finite tensor whose sum overflows
+    out.append(torch.tensor([-0.0, 0.0]))
+    out.append(torch.randn(4)._neg_view())
+    out += [torch.tensor([1, -2, 3]), torch.tensor(7, dtype=torch.int32)]
+    out += [torch.tensor([[True, False]]), torch.tensor([250, 3], dtype=torch.uint8)]
+    out += [torch.randn(3, dtype=torch.float16), torch.randn(2, 2, dtype=torch.bfloat16)]
+    return out
+
+
+@pytest.mark.parametrize("tensor", small_cases(), ids=lambda t: f"{tuple(t.shape)}-{t.dtype}")
+def test_the_small_fast_path_gives_the_general_paths_summary(tensor: torch.Tensor) -> None:
+    """Small tensors (every value kept): what ``watch()`` summarizes for each bias and
+    scalar it sees. NaN never equals itself, so the fields are compared as text."""
+    fast = summaries._small_cpu_summary(tensor, summaries.SMALL_NUMEL)
+    assert fast is not None
+    assert repr(fast) == repr(summaries._summary_of(tensor, summaries.SMALL_NUMEL))
+
+
+def test_the_small_fast_path_leaves_other_tensors_to_the_general_path() -> None:
+    others = [
+        torch.randn(3, dtype=torch.complex64),
+        torch.randn(17),  # past SMALL_NUMEL
+        torch.randn(0),
+        torch.randn(4).to_sparse(),
+        torch.empty(3, device="meta"),
+    ]
+    for tensor in others:
+        assert summaries._small_cpu_summary(tensor, summaries.SMALL_NUMEL) is None
