@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_left, bisect_right
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 __all__ = ["FOLDABLE", "LARGE_GRAPH_NODES", "LayoutCost", "count_nodes", "estimate", "place"]
@@ -171,10 +172,12 @@ def place(dot_text: str) -> str:
         name: graph.add(layer[name] * graph.step, size)
         for name, size in zip(nodes, sizes, strict=True)
     }
-    chains: dict[int, list[int]] = {}
-    for src, dst, index in edges:
-        if src in ids and dst in ids and graph.rank[ids[dst]] > graph.rank[ids[src]]:
-            chains[index] = graph.chain(ids[src], ids[dst], labelled.get(index))
+    downward = [
+        (ids[src], ids[dst], index)
+        for src, dst, index in edges
+        if src in ids and dst in ids and graph.rank[ids[dst]] > graph.rank[ids[src]]
+    ]
+    routes = graph.route(downward, labelled)
     graph.order()
     graph.settle()
     top = graph.heights()
@@ -182,8 +185,8 @@ def place(dot_text: str) -> str:
     for name, index in nodes.items():
         vertex = ids[name]
         _set_pos(lines, index, f'pos="{graph.x[vertex]:.1f},{-top[graph.rank[vertex]]:.1f}"')
-    for index, chain in chains.items():
-        _set_pos(lines, index, graph.spline(chain, top, labelled.get(index)))
+    for index, route in routes.items():
+        _set_pos(lines, index, graph.spline(route, top, labelled.get(index)))
     for index, line in enumerate(lines):
         if "{" in line:  # the graph's opening line
             lines[index] = line + "\n  graph [splines=false overlap=true outputorder=edgesfirst];"
@@ -219,7 +222,10 @@ def _pull_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None
     """Nodes with at least as many outputs as inputs go down to just above their first
     consumer (deepest first, so chains follow): a weight fed into a late layer sits next to
     it, not at the top with an edge down the whole graph. Moving such a node shortens its
-    outgoing edges by at least as much as it lengthens its incoming ones."""
+    outgoing edges by at least as much as it lengthens its incoming ones. A node with inputs
+    stays where it is when its nearest consumer joins several edges (the weight gradient
+    every step of an unrolled loop adds to): its long edge then shares that join's trunk
+    (``_Ranked.route``) instead of running alone beside it, once per step."""
     children: dict[str, list[str]] = {}
     inputs: dict[str, int] = {}
     for src, dst, _ in edges:
@@ -228,8 +234,12 @@ def _pull_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None
             inputs[dst] = inputs.get(dst, 0) + 1
     for name in sorted(children, key=layer.__getitem__, reverse=True):
         below = children[name]
-        if len(below) >= inputs.get(name, 0):
-            layer[name] = max(layer[name], min(layer[child] for child in below) - 1)
+        if len(below) < inputs.get(name, 0):
+            continue
+        nearest = min(below, key=layer.__getitem__)
+        if inputs.get(name, 0) and inputs.get(nearest, 0) > 1:
+            continue  # a join's long edges share one trunk; this node's would not
+        layer[name] = max(layer[name], layer[nearest] - 1)
 
 
 _SIZE = re.compile(r"\b(width|height)=\"?([0-9.]+)")
@@ -273,6 +283,9 @@ class _Ranked:
         self.x: list[float] = []
         self.offset: list[float] = []  # where the edge passes, from the vertex's centre
         self.rows: dict[int, list[int]] = {}
+        self.trunks: dict[int, _Trunk] = {}  # by the node whose long edges share it
+        self.lanes: dict[int, int] = {}  # a trunk's virtual node -> the trunk's lane
+        self.gaps: dict[int, float] = {}  # rank -> the free band below it (``heights``)
 
     def add(self, rank: int, size: tuple[float, float]) -> int:
         vertex = len(self.rank)
@@ -285,6 +298,76 @@ class _Ranked:
         self.rows.setdefault(rank, []).append(vertex)
         return vertex
 
+    def route(
+        self, edges: list[tuple[int, int, int]], labels: dict[int, tuple[float, float]]
+    ) -> dict[int, _Route]:
+        """Each downward edge's route, by its line. A long edge (one that crosses more than
+        one node layer) whose source sends, or whose head receives, other long edges
+        joins that end's trunk: one chain of virtual nodes shared by all of them, as a
+        weight's gradient that every step of an unrolled loop adds to draws one line up
+        the whole graph. Without trunks such a graph has a virtual node per edge and layer
+        crossed, which grows with the square of its length."""
+        long_span = 2 * self.step
+        sends: dict[int, int] = {}
+        receives: dict[int, int] = {}
+        for src, dst, _ in edges:
+            if self.rank[dst] - self.rank[src] > long_span:
+                sends[src] = sends.get(src, 0) + 1
+                receives[dst] = receives.get(dst, 0) + 1
+        routes: dict[int, _Route] = {}
+        for src, dst, index in edges:
+            label = labels.get(index)
+            first, last = self.rank[src], self.rank[dst]
+            if last - first <= long_span:
+                routes[index] = _Route.of(self.chain(src, dst, label))
+            elif sends[src] >= 2 and sends[src] >= receives[dst]:
+                stop = last - 2 if label else last - 1  # a label takes the layer above dst
+                trunk = self._trunk(src, first + 1, stop)
+                tail = ([self._label_vertex(last - 1, label)] if label else []) + [dst]
+                self._hops([trunk.vertices[stop], *tail])
+                routes[index] = _Route([src], trunk, first + 1, stop, tail)
+            elif receives[dst] >= 2:
+                start = first + 2 if label else first + 1  # a label takes the layer below src
+                trunk = self._trunk(dst, start, last - 1)
+                head = [src] + ([self._label_vertex(first + 1, label)] if label else [])
+                self._hops([*head, trunk.vertices[start]])
+                routes[index] = _Route(head, trunk, start, last - 1, [dst])
+            else:
+                routes[index] = _Route.of(self.chain(src, dst, label))
+        return routes
+
+    def _trunk(self, end: int, low: int, high: int) -> _Trunk:
+        """``end``'s trunk, grown to cover ranks ``low`` to ``high`` (its end included)."""
+        trunk = self.trunks.get(end)
+        if trunk is None:
+            trunk = self.trunks[end] = _Trunk(end, {})
+            start = self.rank[end]
+            trunk.vertices[start] = end
+            trunk.low = trunk.high = start
+        lane = len(self.trunks) if trunk.lane is None else trunk.lane
+        trunk.lane = lane
+        for rank in [*range(low, trunk.low), *range(trunk.high + 1, high + 1)]:
+            vertex = trunk.vertices[rank] = self.add(rank, (4.0, 0.0))
+            self.lanes[vertex] = lane
+        if low < trunk.low:
+            self._hops([trunk.vertices[r] for r in range(low, trunk.low + 1)])
+            trunk.low = low
+        if high > trunk.high:
+            self._hops([trunk.vertices[r] for r in range(trunk.high, high + 1)])
+            trunk.high = high
+        return trunk
+
+    def _hops(self, path: list[int]) -> None:
+        for upper, lower in pairwise(path):
+            self.downs[upper].append(lower)
+            self.ups[lower].append(upper)
+
+    def _label_vertex(self, rank: int, label: tuple[float, float]) -> int:
+        """A virtual node as wide as the label; the edge passes at its left."""
+        vertex = self.add(rank, (label[0] + 8.0, label[1]))
+        self.offset[vertex] = 2.0 - (label[0] + 8.0) / 2
+        return vertex
+
     def chain(self, src: int, dst: int, label: tuple[float, float] | None) -> list[int]:
         """The vertices an edge passes: its ends and a virtual node in each layer between
         (the middle one as wide as the label, if any)."""
@@ -293,29 +376,27 @@ class _Ranked:
         chain = [src]
         for rank in range(first + 1, last):
             if label and rank == middle:  # the edge passes at the left, the label right
-                chain.append(self.add(rank, (label[0] + 8.0, label[1])))
-                self.offset[chain[-1]] = 2.0 - (label[0] + 8.0) / 2
+                chain.append(self._label_vertex(rank, label))
             else:
                 chain.append(self.add(rank, (4.0, 0.0)))
         chain.append(dst)
-        for upper, lower in pairwise(chain):
-            self.downs[upper].append(lower)
-            self.ups[lower].append(upper)
+        self._hops(chain)
         return chain
 
     def order(self, sweeps: int = 4) -> None:
         """Barycentre sweeps, down then up: each vertex moves to the mean position of its
-        neighbours in the layer before."""
+        neighbours in the layer before (a trunk's: the trunk's, ``_pulls``)."""
         where = [0.0] * len(self.rank)
         ranks = sorted(self.rows)
         for rank in ranks:
             for position, vertex in enumerate(self.rows[rank]):
                 where[vertex] = float(position)
+        ups, downs = self._pulls()
         for sweep in range(sweeps):
             down = sweep % 2 == 0
             for rank in ranks if down else reversed(ranks):
                 row = self.rows[rank]
-                near = self.ups if down else self.downs
+                near = ups if down else downs
                 key = {}
                 for vertex in row:
                     others = near[vertex]
@@ -323,6 +404,8 @@ class _Ranked:
                         sum(where[o] for o in others) / len(others) if others else where[vertex]
                     )
                 row.sort(key=key.__getitem__)
+                if self.lanes:  # trunks run at the right, each in its own lane
+                    row.sort(key=lambda vertex: self.lanes.get(vertex, -1))
                 for position, vertex in enumerate(row):
                     where[vertex] = float(position)
 
@@ -338,7 +421,8 @@ class _Ranked:
             for vertex in row:
                 self.x[vertex] -= shift
         ranks = sorted(self.rows)
-        for near, order in ((self.ups, ranks), (self.downs, ranks[::-1]), (self.ups, ranks)):
+        ups, downs = self._pulls()
+        for near, order in ((ups, ranks), (downs, ranks[::-1]), (ups, ranks)):
             for rank in order:
                 row = self.rows[rank]
                 wanted = [
@@ -350,6 +434,41 @@ class _Ranked:
                 gaps = [(self.width[a] + self.width[b]) / 2 + NODE_GAP for a, b in pairwise(row)]
                 for vertex, x in zip(row, _isotonic(wanted, gaps), strict=True):
                     self.x[vertex] = x
+        self._straighten()
+
+    def _straighten(self) -> None:
+        """Each trunk as one vertical line right of every node and earlier trunk in the
+        layers it spans: its edges then bend only where they join or leave it."""
+        right: dict[int, float] = {}  # rank -> the right edge of what is placed there
+        for rank, row in self.rows.items():
+            placed = [self.x[v] + self.width[v] / 2 for v in row if v not in self.lanes]
+            right[rank] = max(placed, default=-NODE_GAP)
+        for trunk in sorted(self.trunks.values(), key=lambda t: t.lane or 0):
+            inner = [v for v in trunk.vertices.values() if v != trunk.end]
+            if not inner:
+                continue
+            ranks = [self.rank[v] for v in inner]
+            column = max(right[r] for r in ranks) + NODE_GAP
+            for vertex, rank in zip(inner, ranks, strict=True):
+                self.x[vertex] = column
+                right[rank] = column + 2.0
+
+    def _pulls(self) -> tuple[list[list[int]], list[list[int]]]:
+        """The neighbours each vertex is pulled towards: a trunk's virtual nodes follow
+        the trunk alone, not the edges that branch off it, so that a trunk runs straight
+        and its edges' curves pass only its few bends."""
+        if not self.trunks:
+            return self.ups, self.downs
+        ups, downs = list(self.ups), list(self.downs)
+        for trunk in self.trunks.values():
+            for rank in range(trunk.low, trunk.high + 1):
+                vertex = trunk.vertices[rank]
+                if vertex == trunk.end:
+                    continue
+                above, below = trunk.vertices.get(rank - 1), trunk.vertices.get(rank + 1)
+                ups[vertex] = [] if above is None else [above]
+                downs[vertex] = [] if below is None else [below]
+        return ups, downs
 
     def heights(self) -> dict[int, float]:
         """Each rank's centre, measured down from the top (points)."""
@@ -363,18 +482,34 @@ class _Ranked:
             height = tallest.get(rank, 0.0)
             top[rank] = y + height / 2
             y += height + gap
+            self.gaps[rank] = y - gap / 2  # the middle of the free band below the rank
         return top
 
     def spline(
-        self, chain: list[int], top: dict[int, float], label: tuple[float, float] | None
+        self, route: _Route, top: dict[int, float], label: tuple[float, float] | None
     ) -> str:
         """The edge's ``pos`` (a B-spline with vertical tangents through its virtual nodes,
-        ending in an arrowhead on the head's top) and its label's ``lp``."""
-        src, dst = chain[0], chain[-1]
+        ending in an arrowhead on the head's top) and its label's ``lp``. Along a trunk
+        it passes the trunk's bends only (the points of a vertical run are skipped). It
+        runs down through its virtual nodes' own slots and moves sideways only in the free
+        band between two layers, so it never crosses a node, however far it moves."""
+        src, dst = route.head[0], route.tail[-1]
         points = [(self.x[src], -top[self.rank[src]] - self.height[src] / 2)]
         label_at = ""
-        for vertex in chain[1:-1]:
-            x, y = self.x[vertex] + self.offset[vertex], -top[self.rank[vertex]]
+        passed = route.head[1:]
+        if route.trunk is not None:
+            passed += self._along(route.trunk, route.low, route.high)
+        passed += route.tail[:-1]
+        previous = src
+        for vertex in [*passed, dst]:
+            x = self.x[vertex] + self.offset[vertex]
+            if abs(x - points[-1][0]) > 0.5:  # across in the free band below the layer
+                band = -self.gaps[self.rank[previous]]
+                points += [(points[-1][0], band), (x, band)]
+            previous = vertex
+            if vertex == dst:
+                break
+            y = -top[self.rank[vertex]]
             if self.offset[vertex] and label is not None:  # the label's virtual node
                 label_at = f' lp="{x + 4.0 + label[0] / 2:.1f},{y:.1f}"'
             points.append((x, y))
@@ -387,6 +522,48 @@ class _Ranked:
             mid = (y0 + y1) / 2
             parts.append(f"{x0:.1f},{mid:.1f} {x1:.1f},{mid:.1f} {x1:.1f},{y1:.1f}")
         return f'pos="e,{tip[0]:.1f},{tip[1]:.1f} {" ".join(parts)}"{label_at}'
+
+    def _along(self, trunk: _Trunk, low: int, high: int) -> list[int]:
+        """The trunk's vertices from rank ``low`` to ``high``: both ends and the bends
+        between (where its x changes), found by bisection in the bends, made once."""
+        if trunk.bends is None:
+            ranks = range(trunk.low, trunk.high + 1)
+            xs = [round(self.x[trunk.vertices[r]], 1) for r in ranks]
+            trunk.bends = [
+                rank
+                for i, rank in enumerate(ranks)
+                if i == 0 or i == len(xs) - 1 or xs[i - 1] != xs[i] or xs[i] != xs[i + 1]
+            ]
+        inside = trunk.bends[bisect_right(trunk.bends, low) : bisect_left(trunk.bends, high)]
+        return [trunk.vertices[r] for r in (low, *inside, high)]
+
+
+@dataclass
+class _Trunk:
+    """The virtual nodes one node's long edges share, by rank (its own rank: itself)."""
+
+    end: int
+    vertices: dict[int, int]
+    low: int = 0
+    high: int = 0
+    bends: list[int] | None = None  # the ranks where its x changes (after ``settle``)
+    lane: int | None = None  # its place among the trunks, right of the nodes
+
+
+@dataclass
+class _Route:
+    """An edge's vertices: ``head``, then (on a trunk) the trunk's from ``low`` to
+    ``high``, then ``tail``; a short edge's are all in ``head``."""
+
+    head: list[int]
+    trunk: _Trunk | None = None
+    low: int = 0
+    high: int = 0
+    tail: list[int] = field(default_factory=list)
+
+    @staticmethod
+    def of(chain: list[int]) -> _Route:
+        return _Route(chain[:-1], tail=chain[-1:])
 
 
 def _without_straight_runs(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
