@@ -111,9 +111,8 @@ def _overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def assert_readable(svg: str) -> None:
-    """No edge runs through a node other than its own ends; no label lies on a node or on
-    another edge's label."""
+def edges_through_nodes(svg: str) -> list[tuple[str, str, str]]:
+    """Each (tail, head, node) where an edge runs through a node other than its ends."""
     nodes, edges = drawing(svg)
     assert nodes and edges
     through = []
@@ -125,7 +124,14 @@ def assert_readable(svg: str) -> None:
             near = name not in (src, dst) and _overlap(span, box)
             if near and any(_inside(p, box) for p in along):
                 through.append((src, dst, name))
-    assert through == []
+    return through
+
+
+def assert_readable(svg: str) -> None:
+    """No edge runs through a node other than its own ends; no label lies on a node or on
+    another edge's label."""
+    assert edges_through_nodes(svg) == []
+    nodes, edges = drawing(svg)
     labels = [(f"{src}->{dst}", box) for src, dst, _, boxes in edges for box in boxes]
     assert len(labels) > len(nodes) // 2  # the replay's gradient labels are drawn
     on_nodes = [
@@ -188,3 +194,35 @@ def test_the_fallback_advises_fold_only_where_something_folds(
     told = backend._fallback_note(cost, "too much", t5_dot)
     assert "fold=True" in told and "188 module boxes" in told
     assert "fold=True" not in backend._fallback_note(cost, "too much", few)
+
+
+def unrolled_gru_dot(steps: int) -> str:
+    """An unrolled GRU cell's backward view with its gradient labels: each weight's
+    gradient gathers one edge from every step."""
+    from tests.support.workloads import GRUUnrolled
+
+    torch.manual_seed(0)
+    model = GRUUnrolled(steps=steps)
+    with gradviz.watch(model) as w:
+        loss = model(torch.randn(2, steps, 16)).sum()
+    rec = w.record(loss)
+    return to_dot(rec.graph, replay_options(rec, **view_options("backward")))
+
+
+def _path_numbers(placed: str) -> int:
+    """How many coordinates the edges' routes hold: the drawing's size."""
+    return sum(
+        len(_NUMBER.findall(line.partition('pos="')[2].partition('"')[0]))
+        for line in placed.splitlines()
+        if " -> " in line
+    )
+
+
+def test_the_edges_a_shared_weight_gathers_share_one_trunk() -> None:
+    """Twice the steps, about twice the drawing: one trunk per shared weight, not a chain
+    of virtual nodes per edge (whose size grows with the square of the steps). No edge
+    crosses a node."""
+    short, long = layered.place(unrolled_gru_dot(40)), layered.place(unrolled_gru_dot(80))
+    assert _path_numbers(long) < 2.6 * _path_numbers(short)
+    svg = backend.run_graphviz(long, "svg", "nop", None).decode("utf-8")
+    assert edges_through_nodes(svg) == []
