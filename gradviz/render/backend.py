@@ -177,7 +177,15 @@ def _laid_out(dot_text: str, engine: str, budget: float) -> tuple[bytes, list[st
             if plan == "cheap":
                 notes.append(_cheap_note(cost))
             return svg, notes
-    return run_graphviz(layered.place(dot_text), "svg", "nop", None), notes
+    placed = layered.place(dot_text)
+    return run_graphviz(placed, "svg", "nop", drawing_seconds(cost.nodes)), notes
+
+
+def drawing_seconds(nodes: int) -> float:
+    """The time limit for drawing given positions (``nop``): no layout search, so its time
+    grows with the graph (about 0.45 ms a node, measured at 28,000 nodes); the limit is four
+    times that, never under ``DEFAULT_SECONDS``: a 140,000-node drawing needs about 65 s."""
+    return max(DEFAULT_SECONDS, NOP_SECONDS_PER_NODE * nodes)
 
 
 def _warn(notes: list[str], stacklevel: int) -> None:
@@ -301,6 +309,7 @@ def start_dot(dot_text: str, *, seconds: float | None = None, sharing: int = 1) 
 BACKEND_ENV = "GRADVIZ_GRAPHVIZ"
 BACKENDS = ("auto", "embedded", "system")
 DEFAULT_SECONDS = 60.0  # no single Graphviz call may run longer than this unless asked
+NOP_SECONDS_PER_NODE = 0.002  # drawing given positions: see drawing_seconds
 
 _chosen: str | None = None  # set by use_graphviz; None: the environment variable, else auto
 

@@ -226,3 +226,26 @@ def test_the_edges_a_shared_weight_gathers_share_one_trunk() -> None:
     assert _path_numbers(long) < 2.6 * _path_numbers(short)
     svg = backend.run_graphviz(long, "svg", "nop", None).decode("utf-8")
     assert edges_through_nodes(svg) == []
+
+
+def test_drawing_given_positions_gets_a_limit_that_grows_with_the_graph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Drawing a laid-out graph (``nop``) searches nothing: its time grows with the graph,
+    and a 100,000-node page's drawing ran past the fixed 60 s limit. Its limit grows too."""
+    nodes = 40_000
+    chain = "\n".join(f"  n{i} [label=x];" for i in range(nodes))
+    links = "\n".join(f"  n{i} -> n{i + 1};" for i in range(nodes - 1))
+    dot = f"digraph gradviz {{\n{chain}\n{links}\n}}\n"
+    limits: list[tuple[str, float | None]] = []
+
+    def fake_run(text: str, fmt: str, engine: str, seconds: float | None = None) -> bytes:
+        limits.append((engine, seconds))
+        return b"<svg></svg>"
+
+    monkeypatch.setattr(backend, "run_graphviz", fake_run)
+    monkeypatch.setattr(layered, "place", lambda text: text)
+    backend._laid_out(dot, "dot", backend.LAYOUT_SECONDS)
+    assert limits[-1] == ("nop", backend.drawing_seconds(nodes))
+    assert backend.drawing_seconds(nodes) > backend.DEFAULT_SECONDS
+    assert backend.drawing_seconds(50) == backend.DEFAULT_SECONDS
