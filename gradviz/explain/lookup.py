@@ -10,9 +10,10 @@ graph itself, so a single step still reads the graph as it is now.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from gradviz.model.graph import Graph, Node, TensorRecord
 from gradviz.model.values import Role
@@ -23,6 +24,7 @@ __all__ = [
     "narrating",
     "rank_among_type",
     "recorded_text",
+    "remembered",
     "roots",
     "tensors_at",
 ]
@@ -38,7 +40,10 @@ class _Index:
     roots: list[TensorRecord] = field(default_factory=list)
     constants: list[TensorRecord] = field(default_factory=list)  # the named ones
     texts: dict[tuple[int, str], tuple[object, str]] = field(default_factory=dict)
+    kept: dict[Hashable, object] = field(default_factory=dict)  # ``remembered``
 
+
+_T = TypeVar("_T")
 
 _OPEN: dict[int, _Index] = {}  # id(graph) -> its index, while a narration runs
 _LOCK = threading.Lock()
@@ -81,6 +86,19 @@ def _build(graph: Graph) -> _Index:
 def _open(graph: Graph) -> _Index | None:
     index = _OPEN.get(id(graph))
     return index if index is not None and index.graph is graph else None
+
+
+def remembered(graph: Graph, key: Hashable, make: Callable[[], _T]) -> _T:
+    """``make()``, made once per ``key`` while ``graph`` is narrated (each time outside
+    ``narrating``): what depends only on the finished graph and recording, such as a node's
+    expression, which every step that reads the node's output would build again."""
+    index = _open(graph)
+    if index is None:
+        return make()
+    if key in index.kept:
+        return index.kept[key]  # type: ignore[return-value]
+    value = index.kept[key] = make()
+    return value
 
 
 def tensors_at(graph: Graph, node_id: str) -> list[TensorRecord]:

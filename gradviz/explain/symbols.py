@@ -10,6 +10,7 @@ from gradviz.explain.lookup import (
     known_names,
     named_constants,
     rank_among_type,
+    remembered,
     roots,
     tensors_at,
 )
@@ -172,7 +173,13 @@ def _unkept_constant(ctx: _Ctx) -> str | None:
 
 
 def _expression(recording: Recording, node_id: str, depth: int) -> str | None:
-    """A short expression for an unnamed tensor from its named inputs: '(b·c)', 'wᵀ'."""
+    """A short expression for an unnamed tensor from its named inputs: '(b·c)', 'wᵀ'.
+    Made once per node and depth while the recording is narrated."""
+    key = ("expression", id(recording), node_id, depth)
+    return remembered(recording.graph, key, lambda: _new_expression(recording, node_id, depth))
+
+
+def _new_expression(recording: Recording, node_id: str, depth: int) -> str | None:
     graph = recording.graph
     node = graph.node(node_id)
     make = FORMULAS.get(node.type_name)
