@@ -94,6 +94,12 @@ def _shown(recording: Recording, value: GradValue) -> str:
     return recorded_text(recording.graph, value, "show", lambda: show(value))
 
 
+def _arrived(recording: Recording, step: Step) -> str:
+    """What an AccumulateGrad step received, shown as ``_received`` showed it."""
+    value = step.grad_outputs[0]
+    return show(None) if value is None else _shown(recording, value)
+
+
 def _panel_text(recording: Recording, value: GradValue | None) -> str:
     """``value_text(value)`` of a gradient the recording holds (written once per replay)."""
     if value is None:
@@ -235,7 +241,8 @@ def _generic(recording: Recording, step: Step) -> Explanation:
         if edge.dst is None:
             parts.append(f"input {edge.slot} is off the graph: nothing sent")
         elif step.finished:
-            parts.append(f"sends {show(value)} to {_target(graph, edge)}")
+            sent = show(None) if value is None else _shown(recording, value)
+            parts.append(f"sends {sent} to {_target(graph, edge)}")
     text = f"{step.type_name} received {received}" + "".join(f"; {p}" for p in parts) + "."
     if not step.finished:
         text += " It did not finish (backward stopped here)."
@@ -255,7 +262,7 @@ def _accumulate(recording: Recording, step: Step) -> Explanation:
         change = f"adds it to {grad}: None → {show(step.leaf_grad_after)}"
     else:
         change = (
-            f"adds it to {grad}: {show(step.leaf_grad_before)} + {show(step.grad_outputs[0])} "
+            f"adds it to {grad}: {show(step.leaf_grad_before)} + {_arrived(recording, step)} "
             f"= {show(step.leaf_grad_after)}"
         )
     head = f"AccumulateGrad({leaf})" if leaf else "AccumulateGrad"
