@@ -7,10 +7,12 @@ from typing import Any
 
 import torch
 
+from gradviz.model.forward import Arg
 from gradviz.model.summarize import SMALL_NUMEL, dtype_name, summarize
 from gradviz.model.values import Role, Summary
 
 __all__ = [
+    "arguments",
     "cheap_summary",
     "flat_tensors",
     "grad_fn",
@@ -129,3 +131,30 @@ def scalar_text(value: object) -> tuple[bool | int | float | str | None, str]:
 def op_name(func: Any) -> str:
     """``mul``, ``add_``, ``__setitem__``, ...: the name the op has in Python."""
     return str(getattr(func, "__name__", None) or repr(func))
+
+
+def arguments(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    input_ids: list[str],
+    before: list[int | None],
+) -> list[Arg]:
+    """The op's arguments in order: each tensor by id with its version before the op (the
+    op's ``inputs`` list these tensors in the same order), each other value as text."""
+    out: list[Arg] = []
+    cursor = 0
+    for position, value in [*((str(i), v) for i, v in enumerate(args)), *kwargs.items()]:
+        if isinstance(value, torch.Tensor):
+            out.append(Arg(position, tensor=input_ids[cursor], version=before[cursor]))
+            cursor += 1
+            continue
+        count = len(flat_tensors(value)) if isinstance(value, tuple | list) else 0
+        if count:
+            text = position if count == 1 else f"{position}[]"
+            for offset in range(cursor, cursor + count):
+                out.append(Arg(text, tensor=input_ids[offset], version=before[offset]))
+            cursor += count
+        else:
+            scalar, text = scalar_text(value)
+            out.append(Arg(position, value=scalar, text=text))
+    return out

@@ -340,7 +340,7 @@ class Watch(Generic[_Graph, _Recording]):
                     bumps.append(VersionBump(base_id, old, new))
         if not outputs and not bumps:
             return  # .item(), .dim(), repr, ...: nothing for the graph
-        args_out = _arguments(args, kwargs, input_ids, before)
+        args_out = op_values.arguments(args, kwargs, input_ids, before)
         known = [find(t) is not None for t in outputs]  # in-place: self
         output_ids = [self._tensor_id(t, index) for t in outputs]
         nodes = [op_values.grad_fn(t) for t in outputs]  # under no_grad a view's may raise
@@ -690,30 +690,3 @@ def _is_view_of(tensor: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
         return False
     base = tensor._base
     return any(base is i or (i._is_view() and i._base is base) for i in inputs)
-
-
-def _arguments(
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    input_ids: list[str],
-    before: list[int | None],
-) -> list[Arg]:
-    """The op's arguments in order: each tensor by id with its version before the op (the
-    op's ``inputs`` list these tensors in the same order), each other value as text."""
-    out: list[Arg] = []
-    cursor = 0
-    for position, value in [*((str(i), v) for i, v in enumerate(args)), *kwargs.items()]:
-        if isinstance(value, torch.Tensor):
-            out.append(Arg(position, tensor=input_ids[cursor], version=before[cursor]))
-            cursor += 1
-            continue
-        count = len(op_values.flat_tensors(value)) if isinstance(value, tuple | list) else 0
-        if count:
-            text = position if count == 1 else f"{position}[]"
-            for offset in range(cursor, cursor + count):
-                out.append(Arg(text, tensor=input_ids[offset], version=before[offset]))
-            cursor += count
-        else:
-            scalar, text = op_values.scalar_text(value)
-            out.append(Arg(position, value=scalar, text=text))
-    return out
