@@ -183,8 +183,9 @@ def _laid_out(dot_text: str, engine: str, budget: float) -> tuple[bytes, list[st
 
 def drawing_seconds(nodes: int) -> float:
     """The time limit for drawing given positions (``nop``): no layout search, so its time
-    grows with the graph (about 0.45 ms a node, measured at 28,000 nodes); the limit is four
-    times that, never under ``DEFAULT_SECONDS``: a 140,000-node drawing needs about 65 s."""
+    grows with the graph, a little faster than linearly (0.45-0.6 ms a node up to 28,000
+    nodes; 1.9 ms at 106,000, an unrolled GRU whose SVG is 211 MB). The limit is 4 ms a
+    node, never under ``DEFAULT_SECONDS``: a bound against a hung Graphviz, not a budget."""
     return max(DEFAULT_SECONDS, NOP_SECONDS_PER_NODE * nodes)
 
 
@@ -309,7 +310,7 @@ def start_dot(dot_text: str, *, seconds: float | None = None, sharing: int = 1) 
 BACKEND_ENV = "GRADVIZ_GRAPHVIZ"
 BACKENDS = ("auto", "embedded", "system")
 DEFAULT_SECONDS = 60.0  # no single Graphviz call may run longer than this unless asked
-NOP_SECONDS_PER_NODE = 0.002  # drawing given positions: see drawing_seconds
+NOP_SECONDS_PER_NODE = 0.004  # drawing given positions: see drawing_seconds
 
 _chosen: str | None = None  # set by use_graphviz; None: the environment variable, else auto
 
