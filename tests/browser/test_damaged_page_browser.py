@@ -81,7 +81,7 @@ def test_a_damaged_page_says_so_and_what_to_do(
 def test_a_whole_page_shows_no_notice(browser: Any, packed_page: str, tmp_path: Path) -> None:
     page, errors = _open(browser, tmp_path / "whole.html", packed_page)
     page.wait_for_selector(".gv-stepper")
-    page.wait_for_function("document.readyState === 'complete'")
+    page.wait_for_function("() => document.readyState === 'complete'")
     assert page.query_selector(".gv-damaged") is None
     assert errors == []
     page.close()

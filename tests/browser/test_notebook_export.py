@@ -107,7 +107,7 @@ window.mounted = true;
     path.write_text(page_text, encoding="utf-8")
     with chromium(tmp_path / "profile") as context:
         page, _, errors = open_local(context, path)
-        page.wait_for_function("window.mounted === true")
+        page.wait_for_function("() => window.mounted === true")
         hidden = page.eval_on_selector_all(
             ".gv-static", "els => els.map(e => getComputedStyle(e).display === 'none')"
         )

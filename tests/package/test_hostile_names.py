@@ -508,7 +508,7 @@ def test_pages_stay_inert_in_chromium(browser: Any, tmp_path: Path) -> None:
 
         page.on("dialog", opened)
         # loaded: every inline script and image handler that could run has run
-        page.wait_for_function("document.readyState === 'complete'")
+        page.wait_for_function("() => document.readyState === 'complete'")
         # the widget and the notebook's fallback: their data and their front end; pages: + the
         # damaged-file check
         scripts = {"fallback": 2, "widget": 2}.get(name, 3)

@@ -285,7 +285,7 @@ def test_injected_markup_cannot_run_in_chromium(tmp_path: Path) -> None:
         page.evaluate(BLOCKED)
         page.click("#gvlink")
         # a state, not a pause: the policy has blocked the link's script (it reports that)
-        page.wait_for_function("window.gvBlocked.some((v) => v.startsWith('inline'))")
+        page.wait_for_function("() => window.gvBlocked.some((v) => v.startsWith('inline'))")
         assert page.evaluate("window.gvPwned === undefined")
         assert errors == []
         step = int(page.evaluate("(root) => root.dataset.step", root))
