@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import re
-from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -286,6 +285,7 @@ class _Ranked:
         self.trunks: dict[int, _Trunk] = {}  # by the node whose long edges share it
         self.lanes: dict[int, int] = {}  # a trunk's virtual node -> the trunk's lane
         self.gaps: dict[int, float] = {}  # rank -> the free band below it (``heights``)
+        self._pulled: tuple[list[list[int]], list[list[int]]] | None = None  # ``_pulls``
 
     def add(self, rank: int, size: tuple[float, float]) -> int:
         vertex = len(self.rank)
@@ -340,15 +340,11 @@ class _Ranked:
         """``end``'s trunk, grown to cover ranks ``low`` to ``high`` (its end included)."""
         trunk = self.trunks.get(end)
         if trunk is None:
-            trunk = self.trunks[end] = _Trunk(end, {})
             start = self.rank[end]
-            trunk.vertices[start] = end
-            trunk.low = trunk.high = start
-        lane = len(self.trunks) if trunk.lane is None else trunk.lane
-        trunk.lane = lane
+            trunk = self.trunks[end] = _Trunk(end, {start: end}, start, start, len(self.trunks))
         for rank in [*range(low, trunk.low), *range(trunk.high + 1, high + 1)]:
             vertex = trunk.vertices[rank] = self.add(rank, (4.0, 0.0))
-            self.lanes[vertex] = lane
+            self.lanes[vertex] = trunk.lane
         if low < trunk.low:
             self._hops([trunk.vertices[r] for r in range(low, trunk.low + 1)])
             trunk.low = low
@@ -443,7 +439,7 @@ class _Ranked:
         for rank, row in self.rows.items():
             placed = [self.x[v] + self.width[v] / 2 for v in row if v not in self.lanes]
             right[rank] = max(placed, default=-NODE_GAP)
-        for trunk in sorted(self.trunks.values(), key=lambda t: t.lane or 0):
+        for trunk in sorted(self.trunks.values(), key=lambda t: t.lane):
             inner = [v for v in trunk.vertices.values() if v != trunk.end]
             if not inner:
                 continue
@@ -454,9 +450,14 @@ class _Ranked:
                 right[rank] = column + 2.0
 
     def _pulls(self) -> tuple[list[list[int]], list[list[int]]]:
+        if self._pulled is None:
+            self._pulled = self._trunk_pulls()
+        return self._pulled
+
+    def _trunk_pulls(self) -> tuple[list[list[int]], list[list[int]]]:
         """The neighbours each vertex is pulled towards: a trunk's virtual nodes follow
-        the trunk alone, not the edges that branch off it, so that a trunk runs straight
-        and its edges' curves pass only its few bends."""
+        the trunk alone, not the edges that branch off it: the nodes beside a trunk are
+        not dragged towards the column ``_straighten`` then puts it in. Made once."""
         if not self.trunks:
             return self.ups, self.downs
         ups, downs = list(self.ups), list(self.downs)
@@ -490,7 +491,7 @@ class _Ranked:
     ) -> str:
         """The edge's ``pos`` (a B-spline with vertical tangents through its virtual nodes,
         ending in an arrowhead on the head's top) and its label's ``lp``. Along a trunk
-        it passes the trunk's bends only (the points of a vertical run are skipped). It
+        it passes the trunk's two ends only (a trunk is straight). It
         runs down through its virtual nodes' own slots and moves sideways only in the free
         band between two layers, so it never crosses a node, however far it moves."""
         src, dst = route.head[0], route.tail[-1]
@@ -524,18 +525,9 @@ class _Ranked:
         return f'pos="e,{tip[0]:.1f},{tip[1]:.1f} {" ".join(parts)}"{label_at}'
 
     def _along(self, trunk: _Trunk, low: int, high: int) -> list[int]:
-        """The trunk's vertices from rank ``low`` to ``high``: both ends and the bends
-        between (where its x changes), found by bisection in the bends, made once."""
-        if trunk.bends is None:
-            ranks = range(trunk.low, trunk.high + 1)
-            xs = [round(self.x[trunk.vertices[r]], 1) for r in ranks]
-            trunk.bends = [
-                rank
-                for i, rank in enumerate(ranks)
-                if i == 0 or i == len(xs) - 1 or xs[i - 1] != xs[i] or xs[i] != xs[i + 1]
-            ]
-        inside = trunk.bends[bisect_right(trunk.bends, low) : bisect_left(trunk.bends, high)]
-        return [trunk.vertices[r] for r in (low, *inside, high)]
+        """The trunk's vertices at ranks ``low`` and ``high``: between them the trunk is
+        one straight line (``_straighten``), so the route needs no point of its own there."""
+        return [trunk.vertices[low]] if low == high else [trunk.vertices[low], trunk.vertices[high]]
 
 
 @dataclass
@@ -546,8 +538,7 @@ class _Trunk:
     vertices: dict[int, int]
     low: int = 0
     high: int = 0
-    bends: list[int] | None = None  # the ranks where its x changes (after ``settle``)
-    lane: int | None = None  # its place among the trunks, right of the nodes
+    lane: int = 0  # its place among the trunks, right of the nodes
 
 
 @dataclass
