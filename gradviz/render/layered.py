@@ -120,6 +120,14 @@ def _layering(
         if src in children and dst in children and src != dst:
             children[src].append(dst)
             parents[dst].append(src)
+    back = _back_edges(order, children)
+    if back:
+        children = {
+            name: [c for c in below if (name, c) not in back] for name, below in children.items()
+        }
+        parents = {
+            name: [p for p in above if (p, name) not in back] for name, above in parents.items()
+        }
     return _layers(order, children, parents), parents
 
 
@@ -222,21 +230,25 @@ def _pull_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None
     consumer (deepest first, so chains follow): a weight fed into a late layer sits next to
     it, not at the top with an edge down the whole graph. Moving such a node shortens its
     outgoing edges by at least as much as it lengthens its incoming ones. A node with inputs
-    stays where it is when its nearest consumer joins several edges (the weight gradient
-    every step of an unrolled loop adds to): its long edge then shares that join's trunk
-    (``_Ranked.route``) instead of running alone beside it, once per step."""
+    stays where it is when its nearest consumer already receives a long edge from another
+    node (the weight gradient every step of an unrolled loop adds to): its own long edge
+    then shares that consumer's trunk (``_Ranked.route``) instead of each step's input
+    running alone down to it. A consumer whose other inputs are near (the matrix product
+    a transposed weight feeds) still gets the node beside it."""
     children: dict[str, list[str]] = {}
-    inputs: dict[str, int] = {}
+    parents: dict[str, list[str]] = {}
     for src, dst, _ in edges:
         if src in layer and dst in layer and src != dst:
             children.setdefault(src, []).append(dst)
-            inputs[dst] = inputs.get(dst, 0) + 1
+            parents.setdefault(dst, []).append(src)
     for name in sorted(children, key=layer.__getitem__, reverse=True):
         below = children[name]
-        if len(below) < inputs.get(name, 0):
+        if len(below) < len(parents.get(name, ())):
             continue
         nearest = min(below, key=layer.__getitem__)
-        if inputs.get(name, 0) and inputs.get(nearest, 0) > 1:
+        if parents.get(name) and any(
+            other != name and layer[nearest] - layer[other] > 2 for other in parents[nearest]
+        ):
             continue  # a join's long edges share one trunk; this node's would not
         layer[name] = max(layer[name], layer[nearest] - 1)
 
@@ -591,14 +603,12 @@ def _isotonic(wanted: list[float], gaps: list[float]) -> list[float]:
 def _layers(
     order: list[str], children: dict[str, list[str]], parents: dict[str, list[str]]
 ) -> dict[str, int]:
-    """Longest path from the sources (Kahn's order); nodes on a cycle go below the rest."""
+    """Longest path from the sources (Kahn's order) of an acyclic graph."""
     pending = {name: len(parents[name]) for name in order}
     layer = dict.fromkeys(order, 0)
     queue = deque(name for name in order if pending[name] == 0)
-    seen = 0
     while queue:
         name = queue.popleft()
-        seen += 1
         below = layer[name] + 1
         for child in children[name]:
             if layer[child] < below:
@@ -606,10 +616,32 @@ def _layers(
             pending[child] -= 1
             if pending[child] == 0:
                 queue.append(child)
-    if seen < len(order):  # a cycle (gradviz graphs have none): stack the rest below
-        deepest = max(layer.values(), default=0)
-        for name in order:
-            if pending[name] > 0:
-                deepest += 1
-                layer[name] = deepest
     return layer
+
+
+def _back_edges(order: list[str], children: dict[str, list[str]]) -> set[tuple[str, str]]:
+    """The edges that close a cycle, found as Graphviz finds them: by a depth-first search
+    from each node in the statements' order, an edge to a node still on the search's path.
+    Pointing them up makes the graph acyclic. An op that returns its input (``x.to(x.dtype)``
+    in every Llama layer's norm) makes such a cycle in a forward drawing: laid out without
+    its back edge, the tensor sits just above the op; stacked below the whole graph, as
+    before, it gave edges across 1,400 layers."""
+    back: set[tuple[str, str]] = set()
+    state = dict.fromkeys(order, 0)  # 0 unseen, 1 on the path, 2 finished
+    for root in order:
+        if state[root]:
+            continue
+        state[root] = 1
+        path = [(root, iter(children[root]))]
+        while path:
+            name, below = path[-1]
+            child = next(below, None)
+            if child is None:
+                state[name] = 2
+                path.pop()
+            elif state[child] == 1:
+                back.add((name, child))
+            elif state[child] == 0:
+                state[child] = 1
+                path.append((child, iter(children[child])))
+    return back

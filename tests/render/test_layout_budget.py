@@ -20,6 +20,7 @@ from gradviz.errors import GradvizWarning
 from gradviz.model.recording import Recording
 from gradviz.render import backend, layered, views
 from gradviz.render.views import to_dot
+from gradviz.render.watched import combined_sides
 from gradviz.replay.frames import replay_options
 from gradviz.replay.modules import view_options
 from gradviz.stepper.page import unpack_state
@@ -249,3 +250,67 @@ def test_drawing_given_positions_gets_a_limit_that_grows_with_the_graph(
     assert limits[-1] == ("nop", backend.drawing_seconds(nodes))
     assert backend.drawing_seconds(nodes) > backend.DEFAULT_SECONDS
     assert backend.drawing_seconds(50) == backend.DEFAULT_SECONDS
+
+
+class _NormEveryLayer(torch.nn.Module):
+    """A deep, thin residual net whose every layer casts its input to the dtype it already
+    has, as Llama's RMSNorm does: ``to`` then returns the same tensor, so the forward
+    drawing has an edge from the tensor to the op and one back."""
+
+    def __init__(self, layers: int) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            residual = x
+            x = x.to(torch.float32)
+            x = torch.tanh(layer(x)) + residual
+        return x.sum()
+
+
+def forward_side_dot(layers: int) -> str:
+    torch.manual_seed(0)
+    model = _NormEveryLayer(layers)
+    with gradviz.watch(model) as w:
+        loss = model(torch.randn(2, 4))
+    rec = w.record(loss)
+    options = replay_options(rec, **view_options("combined"))
+    return combined_sides(rec.graph, options).forward
+
+
+def _y_of(placed: str) -> dict[str, float]:
+    """Each placed node's y (``pos="x,y"``), by name."""
+    found = re.findall(r'^\s*(\w+) \[pos="[-\d.]+,([-\d.]+)"', placed, re.MULTILINE)
+    return {name: float(y) for name, y in found}
+
+
+def _longest_edge(dot: str) -> float:
+    """The greatest height an edge of the placed drawing spans."""
+    y = _y_of(layered.place(dot))
+    ends = re.findall(r"^\s*(\w+) -> (\w+)", dot, re.MULTILINE)
+    return max(abs(y[src] - y[dst]) for src, dst in ends if src in y and dst in y)
+
+
+def test_an_op_that_returns_its_input_keeps_every_edge_short() -> None:
+    """The tensor-to-op-and-back cycle is broken where Graphviz breaks it: the tensor sits
+    just above the op. Before, every node on or after such a cycle was stacked below the
+    rest, one per layer, and edges crossed half the drawing (the 24-layer Llama's forward
+    side took 31 s to place): the longest edge grew with the depth."""
+    short, deep = forward_side_dot(10), forward_side_dot(40)
+    assert "<B>to</B>" in short  # the cycle is drawn
+    assert _longest_edge(deep) <= 1.01 * _longest_edge(short)
+
+
+def test_a_node_feeding_a_product_sits_beside_it() -> None:
+    """A transposed weight feeding a matrix product deep in the graph is drawn beside the
+    product, not at the top with an edge down the whole graph: the product's other input is
+    near, so there is no trunk to share (a weight gradient that every step of an unrolled
+    loop adds to keeps its trunk: the test above)."""
+    chain = [f"  a{i} [label=a];" for i in range(60)]
+    links = [f"  a{i} -> a{i + 1};" for i in range(59)]
+    weight = ["  w [label=w];", "  t [label=t];", "  w -> t;", "  t -> a50;"]
+    dot = "\n".join(["digraph gradviz {", *chain, *links, *weight, "}"])
+    y = _y_of(layered.place(dot))
+    step = abs(y["a1"] - y["a0"])
+    assert abs(y["t"] - y["a50"]) <= step * 1.01
