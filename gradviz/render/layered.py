@@ -231,7 +231,8 @@ def _pull_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None
     it, not at the top with an edge down the whole graph. Moving such a node shortens its
     outgoing edges by at least as much as it lengthens its incoming ones. A node with inputs
     stays where it is when its nearest consumer already receives a long edge from another
-    node (the weight gradient every step of an unrolled loop adds to): its own long edge
+    node that stays up there too (the weight gradient every step of an unrolled loop adds
+    to; a source with one consumer is pulled down beside it as well): its own long edge
     then shares that consumer's trunk (``_Ranked.route``) instead of each step's input
     running alone down to it. A consumer whose other inputs are near (the matrix product
     a transposed weight feeds) still gets the node beside it."""
@@ -247,7 +248,10 @@ def _pull_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None
             continue
         nearest = min(below, key=layer.__getitem__)
         if parents.get(name) and any(
-            other != name and layer[nearest] - layer[other] > 2 for other in parents[nearest]
+            other != name
+            and layer[nearest] - layer[other] > 2
+            and (other in parents or len(children[other]) > 1)  # a lone source comes down too
+            for other in parents[nearest]
         ):
             continue  # a join's long edges share one trunk; this node's would not
         layer[name] = max(layer[name], layer[nearest] - 1)
