@@ -94,16 +94,25 @@ export class Virtual {
   static over(view) {
     const graph = view.svg.querySelector(":scope > g");
     if (!graph) return null;
-    const members = [...graph.children].filter((e) => e.localName === "g" && !e.classList.contains("cluster"));
+    // the combined view draws its two sides as graphs of their own, each in a moved group:
+    // their nodes and edges are the members there, not the side as one block
+    const groups = [graph, ...graph.querySelectorAll(":scope > g[transform] > g.graph")];
+    const members = groups.flatMap((group) =>
+      [...group.children]
+        .filter((e) => e.localName === "g" && !e.classList.contains("cluster") && !e.hasAttribute("transform"))
+        .map((el) => ({ el, group })),
+    );
     if (members.length <= VIRTUAL_ABOVE) return null;
-    return new Virtual(view, graph, members);
+    return new Virtual(view, members);
   }
 
-  constructor(view, graph, members) {
+  constructor(view, members) {
     view.geometry.index(); // names and neighbours, while every node is still in the tree
-    view.nodes = members.filter((e) => e.classList.contains("node"));
-    const m = matrixTo(graph, view.svg);
-    this.items = members.map((el) => {
+    view.nodes = members.map((m) => m.el).filter((e) => e.classList.contains("node"));
+    const matrices = new Map();
+    this.items = members.map(({ el, group }) => {
+      if (!matrices.has(group)) matrices.set(group, matrixTo(group, view.svg));
+      const m = matrices.get(group);
       const r = shapeBounds(el);
       const p = m.transformPoint(new DOMPoint(r.x, r.y));
       const q = m.transformPoint(new DOMPoint(r.x + r.width, r.y + r.height));

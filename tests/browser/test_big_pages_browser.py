@@ -19,8 +19,8 @@ import gradviz
 from gradviz import GradvizWarning
 from gradviz.model.recording import Recording
 from gradviz.replay.frames import classes_at, replay_born
-from gradviz.stepper.page import unpack_state
-from tests.support.browser import open_local, readable_steps
+from gradviz.stepper.page import LAZY_NODES, unpack_state
+from tests.support.browser import ACTIVE, open_local, readable_steps
 from tests.support.person import choose, click, move_slider_to, type_into, wait_for_step
 from tests.support.workloads import GPT, synthetic
 
@@ -236,5 +236,47 @@ def test_a_3000_node_page_is_interactive(browser: Any, tmp_path: Path) -> None:
         f"\n[{nodes} nodes] page {size / 1e6:.2f} MB, interactive after {ready:.2f} s, "
         f"click to step shown median {times[len(times) // 2]:.1f} ms, max {times[-1]:.1f} ms"
     )
+    assert errors == []
+    page.close()
+
+
+class _DeepResidual(torch.nn.Module):
+    """Many small residual layers: over ``LAZY_NODES`` backward nodes, so the page shows
+    only the nodes and edges near the camera."""
+
+    def __init__(self, layers: int) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = torch.tanh(layer(x)) + x
+        return x.square().mean()
+
+
+@pytest.mark.filterwarnings("ignore::gradviz.errors.GradvizWarning")  # biglayout's notice
+def test_a_big_pages_combined_view_follows_the_active_node(browser: Any, tmp_path: Path) -> None:
+    """The combined view draws its two sides as graphs of their own, each moved as a whole.
+    On a page that keeps only the elements near the camera in the document, each side was
+    one element whose box missed its move: the backward side never came near the camera, and
+    no step showed its active node (the 24-layer Llama's combined view)."""
+    torch.manual_seed(0)
+    model = _DeepResidual(320)  # links between the sides: more than VIRTUAL_ABOVE
+    with gradviz.watch(model) as w:
+        loss = model(torch.randn(2, 4))
+    recording = w.record(loss)
+    assert len(recording.graph.nodes) > LAZY_NODES
+    path = recording.save(tmp_path / "deep.html", views=["backward", "combined"])
+    page, root, errors = _open(browser, path)
+    choose(page, root.query_selector(".gv-view"), "combined")  # as a user picks it
+    move_slider_to(page, root, 0)  # the backward pass starts
+    assert root.get_attribute("data-view") == "combined"
+    start = int(root.get_attribute("data-step"))
+    for step in range(start + 1, start + 21):
+        click(page, root.query_selector(".gv-next"))
+        wait_for_step(page, root, step)
+        where = page.evaluate(ACTIVE, root)
+        assert where["active"] is not None and where["inside"], (step, where)
+        assert where["textPx"] >= 12 - 1e-6, (step, where)
     assert errors == []
     page.close()

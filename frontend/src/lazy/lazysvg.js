@@ -54,6 +54,9 @@ class LazySvg {
         if (self) continue;
         if (depth === 0) {
           const a = attrsOf(attrs);
+          // a group moved as a whole (a side of the combined view): its nodes are not items
+          // of their own and their boxes would miss its transform, so parse the view whole
+          if (a.transform) return null;
           const cls = (a.class || "").split(/\s+/);
           if (!cls.includes("cluster")) {
             item = { start: m.index, ids: [], node: cls.includes("node"), title: null, fill: null, raw: [Infinity, Infinity, -Infinity, -Infinity] };
@@ -232,7 +235,7 @@ function lazyAround(el) {
 // Virtual over unparsed nodes and edges: those that come near are parsed together, then placed.
 class LazyVirtual extends Virtual {
   constructor(view, lazy) {
-    super(view, lazy.graph, []);
+    super(view, []);
     this.view = view;
     this.lazy = lazy;
     this.items = lazy.items;
