@@ -230,29 +230,21 @@ def _pull_down(layer: dict[str, int], edges: list[tuple[str, str, int]]) -> None
     consumer (deepest first, so chains follow): a weight fed into a late layer sits next to
     it, not at the top with an edge down the whole graph. Moving such a node shortens its
     outgoing edges by at least as much as it lengthens its incoming ones. A node with inputs
-    stays where it is when its nearest consumer already receives a long edge from another
-    node that stays up there too (the weight gradient every step of an unrolled loop adds
-    to; a source with one consumer is pulled down beside it as well): its own long edge
-    then shares that consumer's trunk (``_Ranked.route``) instead of each step's input
-    running alone down to it. A consumer whose other inputs are near (the matrix product
-    a transposed weight feeds) still gets the node beside it."""
+    stays where it is when its nearest consumer joins several edges (the weight gradient
+    every step of an unrolled loop adds to): its long edge then shares that join's trunk
+    (``_Ranked.route``) instead of running alone beside it, once per step."""
     children: dict[str, list[str]] = {}
-    parents: dict[str, list[str]] = {}
+    inputs: dict[str, int] = {}
     for src, dst, _ in edges:
         if src in layer and dst in layer and src != dst:
             children.setdefault(src, []).append(dst)
-            parents.setdefault(dst, []).append(src)
+            inputs[dst] = inputs.get(dst, 0) + 1
     for name in sorted(children, key=layer.__getitem__, reverse=True):
         below = children[name]
-        if len(below) < len(parents.get(name, ())):
+        if len(below) < inputs.get(name, 0):
             continue
         nearest = min(below, key=layer.__getitem__)
-        if parents.get(name) and any(
-            other != name
-            and layer[nearest] - layer[other] > 2
-            and (other in parents or len(children[other]) > 1)  # a lone source comes down too
-            for other in parents[nearest]
-        ):
+        if inputs.get(name, 0) and inputs.get(nearest, 0) > 1:
             continue  # a join's long edges share one trunk; this node's would not
         layer[name] = max(layer[name], layer[nearest] - 1)
 

@@ -300,17 +300,3 @@ def test_an_op_that_returns_its_input_keeps_every_edge_short() -> None:
     short, deep = forward_side_dot(10), forward_side_dot(40)
     assert "<B>to</B>" in short  # the cycle is drawn
     assert _longest_edge(deep) <= 1.01 * _longest_edge(short)
-
-
-def test_a_node_feeding_a_product_sits_beside_it() -> None:
-    """A transposed weight feeding a matrix product deep in the graph is drawn beside the
-    product, not at the top with an edge down the whole graph: the product's other input is
-    near, so there is no trunk to share (a weight gradient that every step of an unrolled
-    loop adds to keeps its trunk: the test above)."""
-    chain = [f"  a{i} [label=a];" for i in range(60)]
-    links = [f"  a{i} -> a{i + 1};" for i in range(59)]
-    weight = ["  w [label=w];", "  t [label=t];", "  w -> t;", "  t -> a50;"]
-    dot = "\n".join(["digraph gradviz {", *chain, *links, *weight, "}"])
-    y = _y_of(layered.place(dot))
-    step = abs(y["a1"] - y["a0"])
-    assert abs(y["t"] - y["a50"]) <= step * 1.01
