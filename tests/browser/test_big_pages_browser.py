@@ -241,16 +241,18 @@ def test_a_3000_node_page_is_interactive(browser: Any, tmp_path: Path) -> None:
 
 
 class _DeepResidual(torch.nn.Module):
-    """Many small residual layers: over ``LAZY_NODES`` backward nodes, so the page shows
-    only the nodes and edges near the camera."""
+    """Many small residual layers, each scaling by a weight of its own: over ``LAZY_NODES``
+    backward nodes, so the page shows only the nodes and edges near the camera."""
 
     def __init__(self, layers: int) -> None:
         super().__init__()
-        self.layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(layers))
+        self.scales = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.rand(4)) for _ in range(layers)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = torch.tanh(layer(x)) + x
+        for scale in self.scales:
+            x = torch.tanh(x * scale) + x
         return x.square().mean()
 
 
@@ -261,7 +263,7 @@ def test_a_big_pages_combined_view_follows_the_active_node(browser: Any, tmp_pat
     one element whose box missed its move: the backward side never came near the camera, and
     no step showed its active node (the 24-layer Llama's combined view)."""
     torch.manual_seed(0)
-    model = _DeepResidual(320)  # links between the sides: more than VIRTUAL_ABOVE
+    model = _DeepResidual(400)  # links between the sides: more than VIRTUAL_ABOVE
     with gradviz.watch(model) as w:
         loss = model(torch.randn(2, 4))
     recording = w.record(loss)
@@ -272,7 +274,7 @@ def test_a_big_pages_combined_view_follows_the_active_node(browser: Any, tmp_pat
     move_slider_to(page, root, 0)  # the backward pass starts
     assert root.get_attribute("data-view") == "combined"
     start = int(root.get_attribute("data-step"))
-    for step in range(start + 1, start + 21):
+    for step in range(start + 1, start + 11):
         click(page, root.query_selector(".gv-next"))
         wait_for_step(page, root, step)
         where = page.evaluate(ACTIVE, root)
